@@ -1,0 +1,337 @@
+"""The moetrace dataset: manifest + ingest report + parquet events by rank.
+
+Layout::
+
+    DATASET/
+      manifest.json                 the trace manifest, unchanged
+      ingest.json                   the ingest report (counts per source and per (rank, core))
+      events/rank=R/part-0.parquet  rank R's events in (core, seq) order
+
+The writer stages everything in a hidden sibling directory and renames it into
+place at the end, so an interrupted or failed ingest leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .contract import COLUMN, COLUMNS, DATASET_FORMAT, SCHEMA
+from .errors import TraceError
+from .manifest import Manifest
+
+EVENTS_DIR = "events"
+REPORT_FILE = "ingest.json"
+MANIFEST_FILE = "manifest.json"
+
+# Staging columns that travel with rows until commit, for precise errors.
+_SRC = "_src"
+_POS = "_pos"
+
+# Integer columns whose values are (near-)monotone within a core: delta-encode.
+_DELTA = ("seq", "ts")
+_ROW_GROUP = 1 << 20
+
+
+@dataclass
+class SourceReport:
+    """What one input contributed. Invariant: events_in == rows_out + lost."""
+
+    path: str
+    format: str
+    events_in: int = 0
+    rows_out: int = 0
+    lost: int = 0  # records overwritten by ring wrap, known from the write counter
+    where_unit: str = "line"  # how _pos is reported in errors: 'line' or 'byte'
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "format": self.format, "events_in": self.events_in,
+                "rows_out": self.rows_out, "lost": self.lost}
+
+
+@dataclass
+class CoreReport:
+    rank: int
+    core: int
+    rows: int = 0
+    lost: int = 0
+    first_seq: int | None = None
+    last_seq: int | None = None
+
+    def to_json(self) -> dict:
+        return {"rank": self.rank, "core": self.core, "rows": self.rows, "lost": self.lost,
+                "first_seq": self.first_seq, "last_seq": self.last_seq}
+
+
+@dataclass
+class IngestReport:
+    sources: list[SourceReport] = field(default_factory=list)
+    cores: list[CoreReport] = field(default_factory=list)
+    ranks_missing: list[int] = field(default_factory=list)
+
+    @property
+    def events_in(self) -> int:
+        return sum(s.events_in for s in self.sources)
+
+    @property
+    def rows_out(self) -> int:
+        return sum(s.rows_out for s in self.sources)
+
+    @property
+    def lost(self) -> int:
+        return sum(s.lost for s in self.sources)
+
+    def to_json(self) -> dict:
+        return {"format": DATASET_FORMAT, "events_in": self.events_in, "rows_out": self.rows_out,
+                "lost": self.lost, "ranks_missing": self.ranks_missing,
+                "sources": [s.to_json() for s in self.sources],
+                "cores": [c.to_json() for c in self.cores]}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "IngestReport":
+        rep = cls(ranks_missing=list(doc.get("ranks_missing", [])))
+        for s in doc.get("sources", []):
+            rep.sources.append(SourceReport(s["path"], s["format"], s["events_in"], s["rows_out"], s["lost"]))
+        for c in doc.get("cores", []):
+            rep.cores.append(CoreReport(c["rank"], c["core"], c["rows"], c["lost"], c["first_seq"], c["last_seq"]))
+        return rep
+
+
+class DatasetWriter:
+    """Collects validated event tables and writes the dataset atomically.
+
+    ``add`` takes a table with the contract's columns (any subset of the
+    optional ones; missing columns are null) for rows of one source, plus the
+    per-(rank, core) records lost to ring wrap. ``commit`` sorts each rank by
+    (core, seq) where needed, checks seq strictly increases per (rank, core)
+    across all sources, writes, and renames the staging directory into place.
+    """
+
+    def __init__(self, out: str | Path, manifest: Manifest, overwrite: bool = False):
+        self.out = Path(out)
+        self.manifest = manifest
+        self.overwrite = overwrite
+        if self.out.exists() and not overwrite:
+            raise TraceError(self.out, "", "output already exists (use --force to replace it)")
+        self._by_rank: dict[int, list[pa.Table]] = {}
+        self._lost: dict[tuple[int, int], int] = {}
+        self.report = IngestReport()
+
+    def add(self, table: pa.Table, source: SourceReport,
+            lost: dict[tuple[int, int], int] | None = None,
+            positions: np.ndarray | None = None) -> None:
+        """Stage one source's rows. ``positions``: the line / byte of each row, for errors."""
+        src_id = len(self.report.sources)
+        self.report.sources.append(source)
+        n = table.num_rows
+        table = conform(table)
+        pos = positions if positions is not None else np.arange(n, dtype=np.int64)
+        table = table.append_column(_SRC, pa.array(np.full(n, src_id, dtype=np.int32)))
+        table = table.append_column(_POS, pa.array(np.asarray(pos, dtype=np.int64)))
+        source.rows_out += n
+        for (rank, core), k in (lost or {}).items():
+            self._lost[(rank, core)] = self._lost.get((rank, core), 0) + int(k)
+            source.lost += int(k)
+        if n == 0:
+            return
+        ranks = table.column("rank").to_numpy()
+        if ranks.min() == ranks.max():
+            self._by_rank.setdefault(int(ranks[0]), []).append(table)
+            return
+        order = np.argsort(ranks, kind="stable")
+        sorted_ranks = ranks[order]
+        bounds = np.flatnonzero(np.diff(sorted_ranks)) + 1
+        starts = np.concatenate(([0], bounds))
+        ends = np.concatenate((bounds, [n]))
+        for s, e in zip(starts, ends):
+            self._by_rank.setdefault(int(sorted_ranks[s]), []).append(table.take(order[s:e]))
+
+    def commit(self, progress=None) -> IngestReport:
+        parent = self.out.parent
+        parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.", dir=parent))
+        try:
+            self._write_all(stage, progress)
+            if self.out.exists():
+                if not self.overwrite:
+                    raise TraceError(self.out, "", "output already exists")
+                trash = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old.", dir=parent))
+                os.replace(self.out, trash / "old")
+                os.replace(stage, self.out)
+                shutil.rmtree(trash, ignore_errors=True)
+            else:
+                os.replace(stage, self.out)
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
+        return self.report
+
+    # ------------------------------------------------------------------
+    def _write_all(self, stage: Path, progress) -> None:
+        cores: dict[tuple[int, int], CoreReport] = {}
+        ranks = sorted(self._by_rank)
+        for rank in ranks:
+            parts = self._by_rank.pop(rank)
+            table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+            del parts
+            table = self._order_and_check(table)
+            core = table.column("core").to_numpy()
+            seq = table.column("seq").to_numpy()
+            bounds = np.flatnonzero(np.diff(core)) + 1
+            starts = np.concatenate(([0], bounds))
+            ends = np.concatenate((bounds, [len(core)]))
+            for s, e in zip(starts, ends):
+                c = int(core[s])
+                cores[(rank, c)] = CoreReport(rank, c, int(e - s), 0, int(seq[s]), int(seq[e - 1]))
+            table = table.drop_columns([_SRC, _POS])
+            d = stage / EVENTS_DIR / f"rank={rank}"
+            d.mkdir(parents=True)
+            write_events(table, d / "part-0.parquet")
+            if progress is not None:
+                progress(table.num_rows)
+        for (rank, core), k in self._lost.items():
+            rep = cores.setdefault((rank, core), CoreReport(rank, core))
+            rep.lost += k
+        self.report.cores = [cores[k] for k in sorted(cores)]
+        present = {r for r, _ in cores}
+        self.report.ranks_missing = [r for r in range(self.manifest.ranks) if r not in present]
+        self.manifest.dump(stage / MANIFEST_FILE)
+        (stage / REPORT_FILE).write_text(json.dumps(self.report.to_json(), indent=2) + "\n")
+
+    def _order_and_check(self, table: pa.Table) -> pa.Table:
+        core = table.column("core").to_numpy()
+        seq = table.column("seq").to_numpy()
+        if not _is_sorted(core, seq):
+            order = np.lexsort((seq, core))
+            table = table.take(order)
+            core = core[order]
+            seq = seq[order]
+        same = core[1:] == core[:-1]
+        bad = np.flatnonzero(same & (seq[1:] <= seq[:-1]))
+        if len(bad):
+            i = int(bad[0]) + 1
+            src = table.column(_SRC).to_numpy()
+            pos = table.column(_POS).to_numpy()
+            rank = int(table.column("rank")[i].as_py())
+            s = self.report.sources[int(src[i])]
+            other = self.report.sources[int(src[i - 1])]
+            also = "" if other is s else f" (clashes with {other.path})"
+            raise TraceError(s.path, f"{s.where_unit} {int(pos[i])}",
+                             f"seq {int(seq[i])} of rank {rank} core {int(core[i])} does not increase "
+                             f"past {int(seq[i - 1])}{also}")
+        return table
+
+
+def _is_sorted(core: np.ndarray, seq: np.ndarray) -> bool:
+    if len(core) < 2:
+        return True
+    dc = np.diff(core.astype(np.int32))
+    if (dc < 0).any():
+        return False
+    # Within a core, a seq step down means out of order; the strict check comes later.
+    return not ((dc == 0) & (seq[1:] < seq[:-1])).any()
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """Cast to the contract schema, adding null columns for absent optional fields."""
+    n = table.num_rows
+    cols = []
+    for c in COLUMNS:
+        if c.name in table.column_names:
+            col = table.column(c.name)
+            if col.type != c.type:
+                col = col.cast(c.type)
+            cols.append(col)
+        else:
+            cols.append(pa.nulls(n, c.type))
+    return pa.Table.from_arrays(cols, schema=SCHEMA)
+
+
+def write_events(table: pa.Table, path: Path) -> None:
+    enc = {name: "DELTA_BINARY_PACKED" for name in _DELTA}
+    dict_cols = [c.name for c in COLUMNS if c.name not in enc]
+    pq.write_table(table, path, compression="zstd", compression_level=1,
+                   use_dictionary=dict_cols, column_encoding=enc,
+                   row_group_size=_ROW_GROUP, write_statistics=["rank", "core", "seq", "launch", "kind"])
+
+
+# --------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------
+
+
+class Dataset:
+    """A dataset opened read-only."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        if not is_dataset(self.root):
+            raise TraceError(self.root, "", "not a moetrace dataset (no ingest.json / events/)")
+        self.manifest = Manifest.load(self.root / MANIFEST_FILE)
+        try:
+            self.report = IngestReport.from_json(json.loads((self.root / REPORT_FILE).read_text()))
+        except (OSError, ValueError, KeyError) as e:
+            raise TraceError(self.root / REPORT_FILE, "", f"unreadable ingest report: {e}") from None
+        self.files: dict[int, Path] = {}
+        for d in sorted((self.root / EVENTS_DIR).glob("rank=*")):
+            try:
+                r = int(d.name.split("=", 1)[1])
+            except ValueError:
+                raise TraceError(d, "", "bad partition directory name") from None
+            self.files[r] = d / "part-0.parquet"
+        self.ranks = sorted(self.files)
+
+    @property
+    def parquet_glob(self) -> str:
+        return str(self.root / EVENTS_DIR / "rank=*" / "*.parquet")
+
+    def num_rows(self) -> int:
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in self.files.values())
+
+    def table(self, columns: Sequence[str] | None = None, ranks: Iterable[int] | None = None) -> pa.Table:
+        """Events as one arrow table, ranks ascending, each in (core, seq) order."""
+        cols = list(columns) if columns is not None else [c.name for c in COLUMNS]
+        parts = []
+        for r in (self.ranks if ranks is None else ranks):
+            p = self.files.get(r)
+            if p is None:
+                continue
+            try:
+                parts.append(pq.read_table(p, columns=cols, partitioning=None))
+            except (OSError, pa.ArrowException) as e:
+                raise TraceError(p, "", f"unreadable parquet: {e}") from None
+        if not parts:
+            return pa.Table.from_arrays([pa.array([], COLUMN[c].type) for c in cols], names=cols)
+        return pa.concat_tables(parts)
+
+    def arrays(self, columns: Sequence[str], ranks: Iterable[int] | None = None) -> dict[str, np.ndarray]:
+        """Columns as numpy arrays of the contract's types, nulls as each column's sentinel."""
+        table = self.table(columns, ranks)
+        return {name: to_numpy(table.column(name), name) for name in columns}
+
+
+def to_numpy(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
+    spec = COLUMN[name]
+    if spec.type == pa.string():
+        return np.asarray(col.to_pylist(), dtype=object)
+    if col.null_count:
+        col = col.fill_null(spec.numpy_null)
+    if isinstance(col, pa.ChunkedArray):
+        if col.num_chunks == 1:
+            return col.chunk(0).to_numpy(zero_copy_only=False)
+        return col.to_numpy()
+    return col.to_numpy(zero_copy_only=False)
+
+
+def is_dataset(path: str | Path) -> bool:
+    p = Path(path)
+    return p.is_dir() and (p / REPORT_FILE).is_file() and (p / EVENTS_DIR).is_dir()

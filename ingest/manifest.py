@@ -1,0 +1,192 @@
+"""The trace manifest: what the machine and the kernel looked like.
+
+Parsed once into frozen dataclasses; every error names the file and the JSON
+path of the offending value.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .contract import FORMAT, Role
+from .errors import TraceError
+
+
+@dataclass(frozen=True)
+class Region:
+    """A symmetric window, present at the same offsets on every rank."""
+
+    id: int
+    name: str
+    role: Role
+    elem_bytes: int
+    length: int  # elements
+    reset: int | None = None  # value a flag must return to between rounds
+    monotonic: bool = False  # a generation counter: only ever grows
+    base: int = 0  # first element key of this region inside one rank's key space
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "role": self.role.wire,
+                               "elem_bytes": self.elem_bytes, "length": self.length}
+        if self.reset is not None:
+            out["reset"] = self.reset
+        if self.monotonic:
+            out["monotonic"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class Manifest:
+    ranks: int
+    cores: int
+    protocol: str
+    regions: tuple[Region, ...]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    clock_hz: float | None = None
+    sites: Mapping[int, str] = field(default_factory=dict)
+    names: tuple[str, ...] = ()  # kernel names by id, for binary dumps
+    format: str = FORMAT
+
+    # ---- derived ---------------------------------------------------------
+    @property
+    def words_per_rank(self) -> int:
+        """Element keys one rank's symmetric heap spans (sum of region lengths)."""
+        return sum(r.length for r in self.regions)
+
+    def region(self, name: str) -> Region:
+        for r in self.regions:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def region_id(self, name: str) -> int | None:
+        for r in self.regions:
+            if r.name == name:
+                return r.id
+        return None
+
+    def param(self, name: str, default: Any = None) -> Any:
+        return self.params.get(name, default)
+
+    @property
+    def num_experts(self) -> int | None:
+        ne = self.params.get("num_experts")
+        if ne is None and "local_experts" in self.params:
+            ne = self.params["local_experts"] * self.ranks
+        return ne
+
+    def site_text(self, site: int | None) -> str | None:
+        return None if site is None else self.sites.get(int(site))
+
+    # ---- (de)serialisation ----------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "format": self.format,
+            "ranks": self.ranks,
+            "cores": self.cores,
+            "protocol": self.protocol,
+            "params": dict(self.params),
+            "regions": [r.to_json() for r in self.regions],
+        }
+        if self.clock_hz is not None:
+            out["clock_hz"] = self.clock_hz
+        if self.sites:
+            out["sites"] = {str(k): v for k, v in sorted(self.sites.items())}
+        if self.names:
+            out["names"] = list(self.names)
+        return out
+
+    def dump(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Manifest":
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise TraceError(path, "", f"cannot read manifest: {e.strerror or e}") from None
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise TraceError(path, f"line {e.lineno}", f"manifest is not valid JSON: {e.msg}") from None
+        return cls.from_json(doc, path)
+
+    @classmethod
+    def from_json(cls, doc: Any, path: str | Path | None = None) -> "Manifest":
+        def err(where: str, msg: str) -> TraceError:
+            return TraceError(path, where, msg)
+
+        def need(obj: Mapping, key: str, types, where: str, optional: bool = False):
+            if key not in obj or obj[key] is None:
+                if optional:
+                    return None
+                raise err(where + key, f"manifest field {key!r} is missing")
+            val = obj[key]
+            if isinstance(val, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+                raise err(where + key, f"manifest field {key!r} must be {_tname(types)}, got {val!r}")
+            if not isinstance(val, types):
+                raise err(where + key, f"manifest field {key!r} must be {_tname(types)}, got {val!r}")
+            return val
+
+        if not isinstance(doc, dict):
+            raise err("", "manifest must be a JSON object")
+        fmt = need(doc, "format", str, "$.")
+        if fmt != FORMAT:
+            raise err("$.format", f"unsupported format {fmt!r}; expected {FORMAT!r}")
+        ranks = need(doc, "ranks", int, "$.")
+        cores = need(doc, "cores", int, "$.")
+        if ranks <= 0 or ranks > 32767:
+            raise err("$.ranks", f"ranks must be in 1..32767, got {ranks}")
+        if cores <= 0 or cores > 32767:
+            raise err("$.cores", f"cores must be in 1..32767, got {cores}")
+        protocol = need(doc, "protocol", str, "$.", optional=True) or ""
+        clock = need(doc, "clock_hz", (int, float), "$.", optional=True)
+        params = need(doc, "params", dict, "$.", optional=True) or {}
+        raw_regions = need(doc, "regions", list, "$.")
+        regions: list[Region] = []
+        base = 0
+        seen: set[str] = set()
+        for i, r in enumerate(raw_regions):
+            w = f"$.regions[{i}]."
+            if not isinstance(r, dict):
+                raise err(w[:-1], "region must be an object")
+            name = need(r, "name", str, w)
+            if name in seen:
+                raise err(w + "name", f"duplicate region name {name!r}")
+            seen.add(name)
+            role_text = need(r, "role", str, w)
+            try:
+                role = Role.from_wire(role_text)
+            except ValueError as e:
+                raise err(w + "role", str(e)) from None
+            elem_bytes = need(r, "elem_bytes", int, w)
+            length = need(r, "length", int, w)
+            if elem_bytes <= 0 or length < 0:
+                raise err(w[:-1], "elem_bytes must be > 0 and length >= 0")
+            reset = need(r, "reset", int, w, optional=True)
+            mono = need(r, "monotonic", bool, w, optional=True) or False
+            regions.append(Region(i, name, role, elem_bytes, length, reset, mono, base))
+            base += length
+        if len(regions) > 32767:
+            raise err("$.regions", "too many regions")
+        raw_sites = need(doc, "sites", dict, "$.", optional=True) or {}
+        sites: dict[int, str] = {}
+        for k, v in raw_sites.items():
+            try:
+                sites[int(k)] = str(v)
+            except ValueError:
+                raise err(f"$.sites.{k}", "site ids must be integers") from None
+        names = tuple(need(doc, "names", list, "$.", optional=True) or ())
+        return cls(ranks=ranks, cores=cores, protocol=protocol, regions=tuple(regions),
+                   params=params, clock_hz=clock, sites=sites, names=names, format=fmt)
+
+
+def _tname(types) -> str:
+    types = types if isinstance(types, tuple) else (types,)
+    names = {int: "an integer", float: "a number", str: "a string", dict: "an object",
+             list: "a list", bool: "true or false"}
+    return " or ".join(names.get(t, t.__name__) for t in types)

@@ -1,0 +1,116 @@
+"""What a rule is and what it returns.
+
+A rule is a class with explicit metadata and a docstring in four fixed
+sections (What it does / Why it matters / Example / Evidence); the docstring
+feeds ``moetrace explain`` and the SARIF rule descriptions alike.  A rule's
+``check`` returns ``Hit`` values: what it found, where, on which events, and
+how sure it is.  The analyzer turns hits into findings (ids, fingerprints,
+cause links); rules never see findings, so this layer stays below it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .trace import TraceView
+
+
+class Family(str, Enum):
+    HANG = "hang"
+    STALE_FLAG = "stale-flag"
+    CAPACITY_TRUNCATION = "capacity-truncation"
+    MISSING_DRAIN = "missing-drain"
+    INVALID_EXPERT_ID = "invalid-expert-id"
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "note": 1}[self.value]
+
+
+class Confidence(str, Enum):
+    CERTAIN = "certain"  # the trace proves it
+    INFERRED = "inferred"  # follows from the protocol / routes, not from one event
+    PARTIAL_TRACE = "partial-trace"  # events are missing (ring wrap, absent dump) where it matters
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One thing a rule found.
+
+    ``rows`` are indices into the TraceView's event arrays, each with a role
+    ("stuck wait", "unfinished put", ...); the analyzer resolves them into
+    evidence events with their values.  ``key`` identifies the hit within its
+    rule (for cause links and fingerprints); ``caused_by`` names other hits as
+    (code, key).  ``location`` overrides what the first row implies.
+    """
+
+    code: str
+    message: str
+    rows: tuple[tuple[str, int], ...] = ()
+    key: tuple = ()
+    confidence: Confidence = Confidence.CERTAIN
+    severity: Severity | None = None  # None: the rule's default (or the config's override)
+    caused_by: tuple[tuple[str, tuple], ...] = ()
+    location: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """Per-run settings a rule may read: its options from the config."""
+
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return self.options.get(name, default)
+
+
+DOC_SECTIONS = ("What it does", "Why it matters", "Example", "Evidence")
+
+
+class Rule:
+    """Base class. Subclasses set the metadata and implement ``check``."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    family: ClassVar[Family]
+    severity: ClassVar[Severity]
+    summary: ClassVar[str]
+    # Rule options with defaults, settable under [tool.moetrace.options.CODE].
+    options: ClassVar[Mapping[str, Any]] = {}
+
+    def check(self, trace: "TraceView", ctx: RuleContext) -> Iterable[Hit]:  # pragma: no cover
+        raise NotImplementedError
+
+    # ---- documentation ---------------------------------------------------
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        """The docstring split into its fixed sections (missing ones absent)."""
+        doc = _dedent(cls.__doc__ or "")
+        out: dict[str, str] = {}
+        pattern = re.compile(r"^(%s)\s*:?\s*$" % "|".join(map(re.escape, DOC_SECTIONS)), re.M)
+        marks = list(pattern.finditer(doc))
+        for i, m in enumerate(marks):
+            end = marks[i + 1].start() if i + 1 < len(marks) else len(doc)
+            out[m.group(1)] = doc[m.end():end].strip("\n").rstrip()
+        return out
+
+    @classmethod
+    def hit(cls, message: str, **kw) -> Hit:
+        return Hit(code=cls.code, message=message, **kw)
+
+
+def _dedent(text: str) -> str:
+    import inspect
+
+    return inspect.cleandoc(text)

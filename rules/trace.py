@@ -1,0 +1,158 @@
+"""The trace as rules see it: integer numpy columns plus shared derived arrays.
+
+Rows are in dataset order: ranks ascending, each rank in (core, seq) order,
+so a per-core pass needs no sort.  Columns load on first use and stay cached;
+derived arrays (segments, owner, element keys) are computed once and shared
+by every rule.  Nulls are each column's sentinel (``contract.Column.numpy_null``).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any, Iterable
+
+import numpy as np
+
+from ingest.contract import COLUMN, COLUMNS, REMOTE_WRITE_KINDS, Kind, _Named
+from ingest.dataset import Dataset
+
+
+class TraceView:
+    def __init__(self, dataset: Dataset):
+        self.dataset = dataset
+        self.manifest = dataset.manifest
+        self.report = dataset.report
+        self._cols: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def open(cls, path) -> "TraceView":
+        return cls(Dataset(path))
+
+    # ---- columns ---------------------------------------------------------
+    def load(self, names: Iterable[str]) -> None:
+        """Load several columns in one read of the parquet files."""
+        missing = [n for n in dict.fromkeys(names) if n not in self._cols]
+        if missing:
+            self._cols.update(self.dataset.arrays(missing))
+
+    def col(self, name: str) -> np.ndarray:
+        if name not in self._cols:
+            self.load([name])
+        return self._cols[name]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.col(name)
+
+    def release(self, *names: str) -> None:
+        for n in names:
+            self._cols.pop(n, None)
+
+    @staticmethod
+    def null(name: str) -> int:
+        return COLUMN[name].numpy_null
+
+    @cached_property
+    def n(self) -> int:
+        return len(self.col("kind"))
+
+    # ---- derived, shared -------------------------------------------------
+    @cached_property
+    def segments(self) -> np.ndarray:
+        """Start row of each (rank, core) run, plus a final n: rows [s[i], s[i+1])."""
+        rank = self.col("rank").astype(np.int64)
+        core = self.col("core").astype(np.int64)
+        if self.n == 0:
+            return np.zeros(1, dtype=np.int64)
+        change = np.flatnonzero((rank[1:] != rank[:-1]) | (core[1:] != core[:-1])) + 1
+        return np.concatenate(([0], change, [self.n])).astype(np.int64)
+
+    @cached_property
+    def region_base(self) -> np.ndarray:
+        return np.array([r.base for r in self.manifest.regions] or [0], dtype=np.int64)
+
+    @cached_property
+    def region_length(self) -> np.ndarray:
+        return np.array([r.length for r in self.manifest.regions] or [0], dtype=np.int64)
+
+    @cached_property
+    def owner(self) -> np.ndarray:
+        """Rank whose memory the row's target word lives in (peer for remote writes)."""
+        kind = self.col("kind")
+        remote = np.isin(kind, np.array([int(k) for k in REMOTE_WRITE_KINDS], dtype=kind.dtype))
+        rank = self.col("rank").astype(np.int32)
+        peer = self.col("peer").astype(np.int32)
+        return np.where(remote & (peer != self.null("peer")), peer, rank).astype(np.int32)
+
+    @cached_property
+    def key(self) -> np.ndarray:
+        """Dense element key of the row's target: owner * words_per_rank + base + offset; -1 if none.
+
+        For a get the key is its local destination (local_region, local_offset)
+        on its own rank; the peer-side read is not a write.
+        """
+        kind = self.col("kind")
+        region = self.col("region").astype(np.int64)
+        offset = self.col("offset")
+        is_get = kind == Kind.GET
+        if is_get.any():
+            lreg = self.col("local_region").astype(np.int64)
+            loff = self.col("local_offset")
+            region = np.where(is_get, lreg, region)
+            offset = np.where(is_get, loff, offset)
+        has = region >= 0
+        base = self.region_base[np.where(has, region, 0)]
+        wpr = self.manifest.words_per_rank
+        return np.where(has, self.owner.astype(np.int64) * wpr + base + offset, -1)
+
+    def key_of(self, owner: int, region: int, offset: int) -> int:
+        return owner * self.manifest.words_per_rank + int(self.region_base[region]) + offset
+
+    def decode_key(self, key: int) -> tuple[int, int, int]:
+        """(owner rank, region id, offset) of a key."""
+        wpr = self.manifest.words_per_rank
+        owner, rest = divmod(int(key), wpr)
+        region = int(np.searchsorted(self.region_base, rest, side="right") - 1)
+        return owner, region, rest - int(self.region_base[region])
+
+    @cached_property
+    def lost_by_core(self) -> dict[tuple[int, int], int]:
+        return {(c.rank, c.core): c.lost for c in self.report.cores if c.lost}
+
+    @property
+    def ranks_missing(self) -> list[int]:
+        return list(self.report.ranks_missing)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.lost_by_core or self.ranks_missing)
+
+    # ---- one row, for evidence ------------------------------------------
+    def describe(self, row: int) -> dict[str, Any]:
+        """The row's non-null fields with their wire names and values."""
+        row = int(row)
+        kind = Kind(int(self.col("kind")[row]))
+        out: dict[str, Any] = {"rank": int(self.col("rank")[row]), "core": int(self.col("core")[row]),
+                               "seq": int(self.col("seq")[row]), "kind": kind.wire}
+        from ingest.contract import FIELDS, COMMON_OPTIONAL, json_name
+
+        req, opt = FIELDS[kind]
+        for name in ("ts", "launch") + req + opt + COMMON_OPTIONAL:
+            spec = COLUMN[name]
+            v = self.col(name)[row]
+            if spec.type.equals(COLUMN["name"].type):
+                if v is None:
+                    continue
+                out[json_name(kind, name)] = v
+                continue
+            v = int(v)
+            if v == spec.numpy_null:
+                continue
+            if spec.enum is not None:
+                v = spec.enum(v).wire
+            elif spec.ref == "region":
+                v = self.manifest.regions[v].name
+            out[json_name(kind, name)] = v
+        return out
+
+
+__all__ = ["TraceView", "COLUMNS", "_Named"]
