@@ -15,6 +15,17 @@ from .contract import FORMAT, Role
 from .errors import TraceError
 
 
+# How a region's slot number (offset // slot_words) ties to the routes, so the
+# analyzer can name the producer a stuck wait expects without knowing the
+# kernel. P ranks, E_l local experts, B tokens per rank, K top-k.
+SLOT_INDEX = {
+    "token_topk": "slot = token*K + topk on the token owner; written by the rank owning the route's expert",
+    "segment": "slot = local_expert*P + src_rank on the expert rank; written by src_rank",
+    "dispatch": "slot = (src_rank*E_l + local_expert)*(B*K) + i on the expert rank; written by src_rank",
+    "rank": "slot = the writer's rank (one slot per peer); written by that rank",
+}
+
+
 @dataclass(frozen=True)
 class Region:
     """A symmetric window, present at the same offsets on every rank."""
@@ -26,6 +37,8 @@ class Region:
     length: int  # elements
     reset: int | None = None  # value a flag must return to between rounds
     monotonic: bool = False  # a generation counter: only ever grows
+    slot_words: int = 1  # elements per logical slot (8 for the classic 32 B ready/count/status slots)
+    index: str | None = None  # how slot numbers map to routes: see SLOT_INDEX
     base: int = 0  # first element key of this region inside one rank's key space
 
     def to_json(self) -> dict[str, Any]:
@@ -35,6 +48,10 @@ class Region:
             out["reset"] = self.reset
         if self.monotonic:
             out["monotonic"] = True
+        if self.slot_words != 1:
+            out["slot_words"] = self.slot_words
+        if self.index is not None:
+            out["index"] = self.index
         return out
 
 
@@ -169,7 +186,13 @@ class Manifest:
                 raise err(w[:-1], "elem_bytes must be > 0 and length >= 0")
             reset = need(r, "reset", int, w, optional=True)
             mono = need(r, "monotonic", bool, w, optional=True) or False
-            regions.append(Region(i, name, role, elem_bytes, length, reset, mono, base))
+            slot_words = need(r, "slot_words", int, w, optional=True) or 1
+            if slot_words <= 0:
+                raise err(w + "slot_words", "slot_words must be > 0")
+            index = need(r, "index", str, w, optional=True)
+            if index is not None and index not in SLOT_INDEX:
+                raise err(w + "index", f"unknown index {index!r}; expected one of {', '.join(SLOT_INDEX)}")
+            regions.append(Region(i, name, role, elem_bytes, length, reset, mono, slot_words, index, base))
             base += length
         if len(regions) > 32767:
             raise err("$.regions", "too many regions")
