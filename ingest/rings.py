@@ -1,0 +1,487 @@
+"""Binary ring dumps (``*.mtr``): decode and encode, vectorized.
+
+A dump file holds one or more rings back to back, each a 64-byte header and
+``stored`` 64-byte records in slot order (a raw copy of the device ring, see
+``ingest.ring_layout`` and docs/trace-format.md). Record i (the i-th record the
+core ever wrote) lives in slot ``i mod capacity``; of ``write_count`` W records
+the last ``min(W, capacity)`` survive, the rest were overwritten by ring wrap:
+they are reported lost, not an error. A record's seq is its index i.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from .contract import COLUMN, COLUMNS, SCHEMA, Kind
+from .errors import TraceError
+from .manifest import Manifest
+from .ring_layout import (HEADER_DTYPE, HEADER_SIZE, MAGIC, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS,
+                          SLOT_OF, VERSION, kind_slots)
+
+SUFFIX = ".mtr"
+_BATCH = 1 << 22  # records decoded at once: bounds the working set
+_KINDS = len(Kind)
+assert sorted(int(k) for k in Kind) == list(range(_KINDS))
+
+_NP_TYPE = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How one contract column is read from the records.
+
+    Kinds are bit masks (bit k = kind code k) so the per-row work is a few
+    AND/compare passes over a ``1 << kind`` array instead of gathers.
+    """
+
+    column: str
+    slot: str
+    required: np.ndarray  # bool[256]: kind carries it always (encoder)
+    bit: np.ndarray  # uint16[256]: presence bit where optional, else 0 (encoder)
+    req_kinds: int  # kinds that always carry it
+    opt_kinds: tuple[tuple[int, int], ...]  # (kinds, presence bit) where optional
+    allowed: tuple[tuple[int, int], ...]  # enum columns: (kinds, allowed codes as bits)
+
+    @property
+    def kinds(self) -> int:
+        out = self.req_kinds
+        for k, _ in self.opt_kinds:
+            out |= k
+        return out
+
+
+def _plans() -> list[_Plan]:
+    from .contract import ALLOWED
+
+    plans = []
+    for c in COLUMNS:
+        if c.envelope or c.name not in SLOT_OF:
+            continue
+        req = np.zeros(256, bool)
+        bit = np.zeros(256, np.uint16)
+        req_kinds = 0
+        opt: dict[int, int] = {}
+        allowed: dict[int, int] = {}
+        for kind in Kind:
+            for col, _slot, b in kind_slots(kind):
+                if col != c.name:
+                    continue
+                if b is None:
+                    req[kind] = True
+                    req_kinds |= 1 << kind
+                else:
+                    bit[kind] = b
+                    opt[b] = opt.get(b, 0) | (1 << kind)
+                if c.enum is not None:
+                    codes = ALLOWED.get((kind, col), frozenset(int(m) for m in c.enum))
+                    mask = sum(1 << int(x) for x in codes)
+                    allowed[mask] = allowed.get(mask, 0) | (1 << kind)
+        plans.append(_Plan(c.name, SLOT_OF[c.name], req, bit, req_kinds,
+                           tuple((k, b) for b, k in opt.items()),
+                           tuple((k, m) for m, k in allowed.items())))
+    return plans
+
+
+_PLANS = _plans()
+
+
+@dataclass
+class RingChunk:
+    """Decoded rows of one or more whole rings of a dump file."""
+
+    table: pa.Table  # contract columns (SCHEMA), rings in file order, each oldest first
+    positions: np.ndarray  # int64 byte offset of each row's record in the file
+    lost: dict[tuple[int, int], int] = field(default_factory=dict)  # overwritten by wrap
+    events_in: int = 0  # rows + lost
+
+
+@dataclass(frozen=True)
+class _Ring:
+    offset: int  # byte offset of the header
+    rank: int
+    core: int
+    capacity: int
+    write_count: int
+
+    @property
+    def survivors(self) -> int:
+        return min(self.write_count, self.capacity)
+
+    @property
+    def first(self) -> int:
+        return self.write_count - self.survivors
+
+
+# --------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------
+
+
+def read_ring_file(path: str | Path, manifest: Manifest) -> list[RingChunk]:
+    """Decode every ring of a dump file. Bad input raises TraceError(path, 'byte N', ...)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        # Mapped, not read: each slot is copied straight out of the page cache.
+        data = np.memmap(path, dtype=np.uint8, mode="r") if size else np.zeros(0, np.uint8)
+    except OSError as e:
+        raise TraceError(path, "", f"cannot read ring dump: {e.strerror or e}") from None
+    rings = _scan(data, path, manifest)
+    units = data[: len(data) // RECORD_SIZE * RECORD_SIZE].view(RECORD_DTYPE)
+    chunks, batch, size = [], [], 0
+    for ring in rings:
+        batch.append(ring)
+        size += ring.survivors
+        if size >= _BATCH:
+            chunks.append(_decode(units, batch, path, manifest))
+            batch, size = [], 0
+    if batch or not chunks:
+        chunks.append(_decode(units, batch, path, manifest))
+    return chunks
+
+
+def _scan(data: np.ndarray, path: Path, manifest: Manifest) -> list[_Ring]:
+    """Walk the ring headers (a Python loop over rings, never over records)."""
+    if len(data) == 0:
+        raise TraceError(path, "byte 0", "empty ring dump: no ring header")
+    rings, off, n = [], 0, len(data)
+    while off < n:
+        def err(where: int, msg: str) -> TraceError:
+            return TraceError(path, f"byte {where}", msg)
+
+        if n - off < HEADER_SIZE:
+            raise err(off, f"ring header torn at the end of the dump ({n - off} of {HEADER_SIZE} bytes)")
+        h = data[off:off + HEADER_SIZE].view(HEADER_DTYPE)[0]
+        if bytes(h["magic"]) != MAGIC:
+            raise err(off, f"bad magic {bytes(data[off:off + 6])!r}; expected {MAGIC!r} (not a moetrace ring dump)")
+        if int(h["version"]) != VERSION:
+            raise err(off + 6, f"unsupported ring version {int(h['version'])}; this moetrace reads version {VERSION}")
+        if int(h["record_size"]) != RECORD_SIZE or int(h["header_size"]) != HEADER_SIZE:
+            raise err(off + 8, f"record/header size {int(h['record_size'])}/{int(h['header_size'])} bytes; "
+                               f"version {VERSION} has {RECORD_SIZE}/{HEADER_SIZE}")
+        rank, core = int(h["rank"]), int(h["core"])
+        if rank >= manifest.ranks:
+            raise err(off + 24, f"rank {rank} outside the manifest's {manifest.ranks} ranks")
+        if core >= manifest.cores:
+            raise err(off + 28, f"core {core} outside the manifest's {manifest.cores} cores")
+        cap, wc, stored = int(h["capacity"]), int(h["write_count"]), int(h["stored"])
+        if cap == 0:
+            raise err(off + 12, "ring capacity is 0")
+        ring = _Ring(off, rank, core, cap, wc)
+        if not ring.survivors <= stored <= cap:
+            raise err(off + 32, f"ring of rank {rank} core {core} stores {stored} records; with capacity {cap} "
+                                f"and write_count {wc} it must store {ring.survivors}..{cap}")
+        start = off + HEADER_SIZE
+        end = start + stored * RECORD_SIZE
+        if end > n:
+            whole = (n - start) // RECORD_SIZE
+            torn = start + whole * RECORD_SIZE
+            what = "record torn" if torn < n else "records missing"
+            raise err(torn, f"{what} at the end of the dump: ring of rank {rank} core {core} stores {stored} "
+                            f"records, the file holds {whole} and {n - torn} bytes")
+        rings.append(ring)
+        off = end
+    return rings
+
+
+def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifest) -> RingChunk:
+    counts = np.array([r.survivors for r in rings], dtype=np.int64)
+    total = int(counts.sum())
+    lost = {}
+    events_in = 0
+    for r in rings:
+        events_in += r.write_count
+        if r.first:
+            lost[(r.rank, r.core)] = lost.get((r.rank, r.core), 0) + r.first
+    # A ring's survivors are at most two runs of slots: oldest..end, then 0..newest.
+    pieces = []  # (first unit, units, seq of the first, ring)
+    for r in rings:
+        base = (r.offset + HEADER_SIZE) // RECORD_SIZE
+        s = r.first % r.capacity
+        n1 = min(r.survivors, r.capacity - s)
+        pieces.append((base + s, n1, r.first, r))
+        if n1 < r.survivors:
+            pieces.append((base, r.survivors - n1, r.first + n1, r))
+
+    def gather(slot: str) -> np.ndarray:
+        src = units[slot]
+        out = np.empty(total, src.dtype)
+        o = 0
+        for lo, k, _, _ in pieces:
+            out[o:o + k] = src[lo:lo + k]
+            o += k
+        return out
+
+    def per_piece(dtype, fill) -> np.ndarray:
+        out = np.empty(total, dtype)
+        o = 0
+        for piece in pieces:
+            k = piece[1]
+            out[o:o + k] = fill(piece)
+            o += k
+        return out
+
+    seq = per_piece(np.int64, lambda p: np.arange(p[2], p[2] + p[1], dtype=np.int64))
+    positions = per_piece(np.int64, lambda p: np.arange(p[0], p[0] + p[1], dtype=np.int64) * RECORD_SIZE)
+
+    def fail(mask: np.ndarray, msg) -> None:
+        i = int(np.argmax(mask))
+        raise TraceError(path, f"byte {int(positions[i])}", msg(i))
+
+    seq_lo = gather("seq_lo")
+    bad = seq_lo != seq.astype(np.uint32)
+    if bad.any():
+        fail(bad, lambda i: f"record holds seq_lo {int(seq_lo[i])} where record {int(seq[i])} belongs "
+                            f"(a corrupt or half-written record)")
+    del seq_lo
+    kind = gather("kind")
+    bad = kind >= _KINDS
+    if bad.any():
+        fail(bad, lambda i: f"unknown kind code {int(kind[i])}")
+
+    cols: dict[str, pa.Array] = {}
+    cols["rank"] = _plain(per_piece(np.int16, lambda p: p[3].rank))
+    cols["core"] = _plain(per_piece(np.int16, lambda p: p[3].core))
+    cols["seq"] = _plain(seq)
+    cols["ts"] = _plain(gather("ts"))
+    cols["launch"] = _plain(gather("launch"))
+    cols["kind"] = _plain(kind.astype(np.int8))
+    here = np.flatnonzero(np.bincount(kind, minlength=_KINDS))
+    kinds_here = sum(1 << int(k) for k in here)
+    kindbit = np.left_shift(np.uint32(1), kind.astype(np.uint32))
+    present = gather("present")
+    nreg = len(manifest.regions)
+    slot_cache: dict[str, np.ndarray] = {}
+    code_cache: dict[str, np.ndarray] = {}
+
+    def of_kinds(mask: int) -> np.ndarray:
+        if mask & kinds_here == kinds_here:
+            return np.ones(total, bool)
+        if len(here) == 1:
+            return np.full(total, bool(mask & kinds_here))
+        return (kindbit & np.uint32(mask)) != 0
+
+    for plan in _PLANS:
+        spec = COLUMN[plan.column]
+        if not plan.kinds & kinds_here:
+            continue
+        valid = of_kinds(plan.req_kinds) if plan.req_kinds & kinds_here else np.zeros(total, bool)
+        for kmask, b in plan.opt_kinds:
+            if kmask & kinds_here:
+                valid |= of_kinds(kmask) & ((present & np.uint16(b)) != 0)
+        if not valid.any():
+            continue
+        raw = slot_cache.get(plan.slot)
+        if raw is None:
+            raw = slot_cache[plan.slot] = gather(plan.slot)
+        if plan.allowed:
+            code = code_cache.get(plan.slot)
+            if code is None:
+                code = code_cache[plan.slot] = np.where(raw < 32, np.left_shift(np.uint32(1), raw.astype(np.uint32) & 31), 0).astype(np.uint32)
+            bad = np.zeros(total, bool)
+            for kmask, cmask in plan.allowed:
+                if kmask & kinds_here:
+                    bad |= of_kinds(kmask) & ((code & np.uint32(cmask)) == 0)
+            bad &= valid
+            if bad.any():
+                fail(bad, lambda i: f"{Kind(int(kind[i])).wire}: {plan.column} code {int(raw[i])} is not "
+                                    f"allowed (one of {_allowed_names(plan, spec, int(kind[i]))})")
+        if plan.slot in REGION_SLOTS:
+            bad = valid & (raw >= nreg)
+            if bad.any():
+                fail(bad, lambda i: f"{plan.column} id {int(raw[i])} unknown to the manifest's {nreg} regions")
+        if plan.column == "name":
+            cols["name"] = _names(raw, valid, manifest, fail)
+            continue
+        np_type = _NP_TYPE[spec.type]
+        checked = plan.allowed is not None or plan.slot in REGION_SLOTS
+        if not checked and np.iinfo(raw.dtype).bits > np.iinfo(np_type).bits:
+            lo, hi = np.iinfo(np_type).min, np.iinfo(np_type).max
+            bad = valid & ((raw < lo) | (raw > hi))
+            if bad.any():
+                fail(bad, lambda i: f"{plan.column} {int(raw[i])} does not fit {spec.type}")
+        cols[plan.column] = _masked(raw.astype(np_type, copy=False), valid)
+    arrays = [cols[c.name] if c.name in cols else None for c in COLUMNS]
+    if None in arrays:
+        # All-null columns share one lazily zeroed buffer: nothing is touched.
+        bitmap = pa.py_buffer(np.zeros(total // 8 + 1, np.uint8))
+        zeros = pa.py_buffer(np.zeros(total * 8 + 8, np.uint8))
+        empty = pa.py_buffer(b"")
+        arrays = [a if a is not None else
+                  pa.Array.from_buffers(c.type, total, [bitmap, zeros] + ([empty] if c.type == pa.string() else []),
+                                        null_count=total)
+                  for a, c in zip(arrays, COLUMNS)]
+    table = pa.Table.from_arrays(arrays, schema=SCHEMA)
+    return RingChunk(table, positions, lost, events_in)
+
+
+def _allowed_names(plan: _Plan, spec, kind: int) -> str:
+    cmask = next(c for k, c in plan.allowed if k >> kind & 1)
+    return ", ".join(f"{m.wire}={int(m)}" for m in spec.enum if cmask >> int(m) & 1)
+
+
+def _plain(values: np.ndarray) -> pa.Array:
+    return pa.array(values)
+
+
+def _masked(values: np.ndarray, valid: np.ndarray) -> pa.Array:
+    n = len(values)
+    typ = pa.from_numpy_dtype(values.dtype)
+    nulls = n - int(np.count_nonzero(valid))
+    bitmap = None if nulls == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(np.ascontiguousarray(values))], null_count=nulls)
+
+
+def _names(raw: np.ndarray, valid: np.ndarray, manifest: Manifest, fail) -> pa.Array:
+    k = len(manifest.names)
+    bad = valid & ((raw < 0) | (raw >= k))
+    if bad.any():
+        fail(bad, lambda i: f"kernel name id {int(raw[i])} unknown to the manifest's {k} names")
+    idx = _masked(np.where(valid, raw, 0).astype(np.int32), valid)
+    return pa.array(list(manifest.names), pa.string()).take(idx)
+
+
+# --------------------------------------------------------------------------
+# Encoding (tests, benchmark, simulator)
+# --------------------------------------------------------------------------
+
+
+def _columns_of(events) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], int]:
+    """Values and validity of every contract column present in a table or dict of arrays."""
+    vals, valid = {}, {}
+    if isinstance(events, pa.Table):
+        n = events.num_rows
+        for name in events.column_names:
+            if name not in COLUMN:
+                continue
+            col = events.column(name)
+            ok = np.ones(n, bool) if col.null_count == 0 else col.is_valid().to_numpy(zero_copy_only=False)
+            if COLUMN[name].type == pa.string():
+                vals[name] = np.asarray(col.to_pylist(), dtype=object)
+            else:
+                vals[name] = col.fill_null(0).to_numpy() if col.null_count else col.to_numpy()
+            valid[name] = ok
+    else:
+        n = len(next(iter(events.values()))) if events else 0
+        for name, arr in events.items():
+            if name not in COLUMN:
+                continue
+            arr = np.asarray(arr)
+            if COLUMN[name].type == pa.string():
+                ok = np.array([v is not None for v in arr], dtype=bool)
+            else:
+                ok = arr != COLUMN[name].numpy_null
+            vals[name], valid[name] = arr, ok
+    for name in ("rank", "core", "seq", "ts", "kind"):
+        if name not in vals or not valid[name].all():
+            raise ValueError(f"encode_rings: column {name!r} is missing or has nulls")
+    return vals, valid, n
+
+
+def encode_rings(events, manifest: Manifest, capacity: int | None = None,
+                 renumber: bool = False, full: bool = False) -> bytes:
+    """Encode events as a ring dump, one ring per (rank, core) in (rank, core) order.
+
+    ``events``: a pa.Table of contract columns (region fields as ids) or a dict
+    of numpy arrays (nulls as each column's sentinel). seq must be 0..n-1 per
+    (rank, core), as a device writes it, unless ``renumber`` replaces it by
+    program order. With ``capacity`` a ring keeps only its last ``capacity``
+    records, exactly as the device would after wrapping (the rest count lost);
+    without, each ring is just big enough. ``full`` dumps all ``capacity``
+    slots even of a ring that never wrapped, like a raw device copy.
+    """
+    vals, valid, n = _columns_of(events)
+    rank = vals["rank"].astype(np.int64)
+    core = vals["core"].astype(np.int64)
+    seq = vals["seq"].astype(np.int64)
+    order = np.lexsort((seq, core, rank))
+    sorted_key = (rank * 65536 + core)[order]
+    bounds = np.flatnonzero(np.diff(sorted_key)) + 1
+    gstart = np.concatenate(([0], bounds)) if n else np.zeros(0, np.int64)
+    gend = np.concatenate((bounds, [n])) if n else np.zeros(0, np.int64)
+    gsize = gend - gstart
+    idx = np.arange(n, dtype=np.int64) - np.repeat(gstart, gsize)
+    if renumber:
+        seq = np.empty(n, np.int64)
+        seq[order] = idx
+    elif not np.array_equal(seq[order], idx):
+        raise ValueError("encode_rings: seq must run 0..n-1 per (rank, core) (pass renumber=True)")
+    recs = _records(vals, valid, n, seq, manifest)
+    recs = recs[order]
+    pieces = []
+    for s, e in zip(gstart, gend):
+        r, c = int(rank[order[s]]), int(core[order[s]])
+        if not (0 <= r < manifest.ranks and 0 <= c < manifest.cores):
+            raise ValueError(f"encode_rings: rank {r} core {c} outside the manifest")
+        count = int(e - s)
+        cap = count if capacity is None else int(capacity)
+        if cap <= 0:
+            raise ValueError("encode_rings: capacity must be > 0")
+        keep = min(count, cap)
+        stored = cap if (full or count > cap) else count
+        slots = np.zeros(stored, RECORD_DTYPE)
+        slots[np.arange(count - keep, count) % cap] = recs[e - keep:e]
+        pieces.append(ring_header(r, c, cap, count, stored))
+        pieces.append(slots.tobytes())
+    return b"".join(pieces)
+
+
+def ring_header(rank: int, core: int, capacity: int, write_count: int, stored: int | None = None) -> bytes:
+    h = np.zeros(1, HEADER_DTYPE)
+    h["magic"], h["version"] = MAGIC, VERSION
+    h["record_size"], h["header_size"] = RECORD_SIZE, HEADER_SIZE
+    h["capacity"], h["write_count"] = capacity, write_count
+    h["rank"], h["core"] = rank, core
+    h["stored"] = capacity if stored is None else stored
+    return h.tobytes()
+
+
+def _records(vals, valid, n, seq, manifest: Manifest) -> np.ndarray:
+    recs = np.zeros(n, RECORD_DTYPE)
+    kind = vals["kind"].astype(np.int64)
+    if n and (kind.min() < 0 or kind.max() >= _KINDS):
+        raise ValueError("encode_rings: unknown kind code")
+    recs["ts"] = vals["ts"]
+    recs["seq_lo"] = (seq & 0xFFFFFFFF).astype(np.uint32)
+    recs["launch"] = vals["launch"] if "launch" in vals else 0
+    recs["kind"] = kind
+    present = np.zeros(n, np.uint16)
+    kind_i = kind.astype(np.intp)
+    for plan in _PLANS:
+        carried = plan.required[kind_i] | (plan.bit[kind_i] != 0)
+        if not carried.any():
+            continue
+        ok = valid.get(plan.column, np.zeros(n, bool)) & carried
+        missing = plan.required[kind_i] & ~ok
+        if missing.any():
+            i = int(np.argmax(missing))
+            raise ValueError(f"encode_rings: {Kind(kind[i]).wire} event {i} lacks required {plan.column}")
+        if not ok.any():
+            continue
+        v = vals[plan.column][ok]
+        if plan.column == "name":
+            ids = {name: k for k, name in enumerate(manifest.names)}
+            try:
+                v = np.array([ids[x] for x in v], dtype=np.int64)
+            except KeyError as e:
+                raise ValueError(f"encode_rings: kernel name {e.args[0]!r} not in the manifest's names") from None
+        slot_type = recs.dtype[plan.slot]
+        v = np.asarray(v).astype(np.int64)
+        info = np.iinfo(slot_type)
+        if v.min() < info.min or v.max() > info.max:
+            raise ValueError(f"encode_rings: {plan.column} out of range for its {slot_type} slot")
+        if plan.slot in REGION_SLOTS and v.max() >= len(manifest.regions):
+            raise ValueError(f"encode_rings: {plan.column} id {int(v.max())} unknown to the manifest")
+        recs[plan.slot][ok] = v
+        opt = ok & (plan.bit[kind_i] != 0)
+        present[opt] |= plan.bit[kind_i][opt]
+    recs["present"] = present
+    return recs
+
+
+def write_ring_file(path: str | Path, events, manifest: Manifest, **kw) -> None:
+    Path(path).write_bytes(encode_rings(events, manifest, **kw))
