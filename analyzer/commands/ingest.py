@@ -1,0 +1,58 @@
+"""``moetrace ingest INPUT... -o DATASET``: validate a trace and write the dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List
+
+import typer
+
+from ._common import die
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("ingest")
+    def ingest_cmd(
+        inputs: List[Path] = typer.Argument(..., metavar="INPUT...",
+                                            help="trace directories, .jsonl[.gz|.zst] files, .mtr ring dumps "
+                                                 "or moetrace datasets"),
+        out: Path = typer.Option(..., "-o", "--out", help="dataset directory to write"),
+        force: bool = typer.Option(False, "--force", help="replace DATASET if it exists"),
+        no_progress: bool = typer.Option(False, "--no-progress", help="no progress line on stderr"),
+        fmt: str = typer.Option("text", "--format", help="report format: text or json"),
+    ) -> None:
+        """Validate a trace (manifest + events) and write it as a moetrace dataset."""
+        if fmt not in ("text", "json"):
+            raise die(f"--format must be text or json, got {fmt!r}")
+        import json
+
+        from ingest.run import ingest
+
+        from ._common import progress
+
+        with progress("reading events", enabled=not no_progress) as rd, \
+                progress("writing ranks", enabled=not no_progress) as wr:
+            bars = {"read": rd, "write": wr}
+            report = ingest(inputs, out, force=force, progress=lambda phase, n: bars[phase](n))
+        if fmt == "json":
+            doc = {"dataset": str(out), **report.to_json()}
+            typer.echo(json.dumps(doc, indent=2))
+            return
+        typer.echo(render_text(report, out))
+
+
+def render_text(report, out: Path) -> str:
+    lines = [f"dataset {out}: {report.rows_out:,} rows from {report.events_in:,} events in, "
+             f"{report.lost:,} lost to ring wrap"]
+    rows = [("source", "format", "events_in", "rows_out", "lost")]
+    rows += [(s.path, s.format, f"{s.events_in:,}", f"{s.rows_out:,}", f"{s.lost:,}") for s in report.sources]
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for r in rows:
+        lines.append("  " + "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                                      for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    lost = [c for c in report.cores if c.lost]
+    if lost:
+        lines.append("  lost by (rank, core): " + ", ".join(f"({c.rank}, {c.core}): {c.lost:,}" for c in lost))
+    missing = report.ranks_missing
+    lines.append("  ranks missing: " + (", ".join(map(str, missing)) if missing else "none"))
+    return "\n".join(lines)
