@@ -1,0 +1,272 @@
+"""Passes several rules share, computed once per TraceView and cached on it.
+
+Every pass here is per (rank, core) segment in dataset order, so none of them
+sorts: one numba scan each. Cross-rank happens-before is taken from barrier
+counts and launches only (ts of different ranks are never compared):
+
+- ``phases``: per row, the scope-``all`` barriers its core has left in this
+  launch (orders rows of different ranks) and the barriers of any scope plus
+  ``sync_all`` (orders rows of different cores of one rank).
+- ``cover``: per one-sided op, the first later row of its core that completes
+  it (a quiet of its engine, of that peer or of all; kernel_end for MTE and
+  local work, whose pipes drain when the kernel exits) or, with fences, also
+  orders it (a fence).
+- ``atomic_window``: per row, the atomic_mode add row whose window it is in.
+- ``wait_pairs``: each wait_begin's wait_end (or -1: still waiting).
+
+Launch boundaries count as global barriers: between rounds the host
+synchronises the stream and runs a barrier (protocols.md §1.2).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+import numpy as np
+
+from ingest.contract import Engine, Kind, Op, PipeOp, Role, Scope
+
+from ._jit import kernel
+
+T = TypeVar("T")
+
+# Plain ints: numba freezes module-level ints as constants.
+K_BEGIN, K_END = int(Kind.KERNEL_BEGIN), int(Kind.KERNEL_END)
+K_PUT, K_GET, K_PUTSIG = int(Kind.PUT), int(Kind.GET), int(Kind.PUT_SIGNAL)
+K_SIGNAL, K_AMO, K_QUIET, K_FENCE = int(Kind.SIGNAL), int(Kind.AMO), int(Kind.QUIET), int(Kind.FENCE)
+K_WBEGIN, K_WEND, K_WRITE = int(Kind.WAIT_BEGIN), int(Kind.WAIT_END), int(Kind.WRITE)
+K_PIPE, K_AMODE = int(Kind.PIPE_SYNC), int(Kind.ATOMIC_MODE)
+K_BBEGIN, K_BEND = int(Kind.BARRIER_BEGIN), int(Kind.BARRIER_END)
+E_MTE, E_SDMA, E_UDMA, E_ROCE, E_LOCAL, E_ALL = (int(e) for e in (
+    Engine.MTE, Engine.SDMA, Engine.UDMA, Engine.ROCE, Engine.LOCAL, Engine.ALL))
+N_ENGINES = len(Engine)
+OP_SET, OP_ADD = int(Op.SET), int(Op.ADD)
+SCOPE_ALL = int(Scope.ALL)
+PIPE_SYNC_ALL = int(PipeOp.SYNC_ALL)
+NULL8, NULL16, NULL32, NULL64 = -(2**7), -(2**15), -(2**31), -(2**63)
+
+
+def cached(trace, name: str, build: Callable[[], T]) -> T:
+    """Build once per TraceView; the cache lives on the view so it dies with it."""
+    store = trace.__dict__.setdefault("_rule_passes", {})
+    if name not in store:
+        store[name] = build()
+    return store[name]
+
+
+# ---- region properties, indexable by a region column ----------------------
+def region_table(trace) -> dict[str, np.ndarray]:
+    def build():
+        regs = trace.manifest.regions
+        flaglike = [r.role in (Role.FLAG, Role.COUNTER) or r.reset is not None or r.monotonic for r in regs]
+        return {
+            "role": np.array([int(r.role) for r in regs] or [0], dtype=np.int64),
+            "elem_bytes": np.array([r.elem_bytes for r in regs] or [1], dtype=np.int64),
+            "length": np.array([r.length for r in regs] or [0], dtype=np.int64),
+            "base": np.array([r.base for r in regs] or [0], dtype=np.int64),
+            "has_reset": np.array([r.reset is not None for r in regs] or [False]),
+            "reset": np.array([r.reset if r.reset is not None else 0 for r in regs] or [0], dtype=np.int64),
+            "monotonic": np.array([r.monotonic for r in regs] or [False]),
+            "flaglike": np.array(flaglike or [False]),
+        }
+    return cached(trace, "region_table", build)
+
+
+def target_region(trace) -> np.ndarray:
+    """Region each row writes into (a get's local destination), -1 if none."""
+    def build():
+        reg = trace["region"].astype(np.int64)
+        is_get = trace["kind"] == K_GET
+        if is_get.any():
+            reg = np.where(is_get, trace["local_region"].astype(np.int64), reg)
+        return np.where(reg >= 0, reg, -1)
+    return cached(trace, "target_region", build)
+
+
+def extent(trace) -> np.ndarray:
+    """Elements a row writes at its target: ceil(nbytes / elem_bytes), 1 for signal/amo/wait."""
+    def build():
+        reg = target_region(trace)
+        eb = region_table(trace)["elem_bytes"][np.where(reg >= 0, reg, 0)]
+        nb = trace["nbytes"]
+        ext = np.where(nb != NULL64, (np.maximum(nb, 0) + eb - 1) // eb, 1)
+        return np.where(reg >= 0, ext, 0).astype(np.int64)
+    return cached(trace, "extent", build)
+
+
+# ---- per-core scans ---------------------------------------------------------
+@kernel
+def _phase_kernel(seg, kind, scope, pipe_op, launch, out_all, out_core):
+    for s in range(len(seg) - 1):
+        a = 0
+        c = 0
+        cur = -1
+        for i in range(seg[s], seg[s + 1]):
+            if launch[i] != cur:
+                a = 0
+                c = 0
+                cur = launch[i]
+            out_all[i] = a
+            out_core[i] = c
+            k = kind[i]
+            if k == K_BEND:
+                c += 1
+                if scope[i] == SCOPE_ALL:
+                    a += 1
+            elif k == K_PIPE and pipe_op[i] == PIPE_SYNC_ALL:
+                c += 1
+
+
+def phases(trace) -> tuple[np.ndarray, np.ndarray]:
+    """(phase_all, phase_core): barrier counts per row within its launch (see module doc)."""
+    def build():
+        n = trace.n
+        pa_, pc = np.zeros(n, np.int32), np.zeros(n, np.int32)
+        if n:
+            _phase_kernel(trace.segments, trace["kind"], trace["scope"], trace["pipe_op"],
+                          trace["launch"], pa_, pc)
+        return pa_, pc
+    return cached(trace, "phases", build)
+
+
+@kernel
+def _cover_kernel(seg, kind, engine, peer, fences, nranks, out):
+    # Backward: the nearest later covering row per engine (any peer) and per
+    # (engine, peer); an op's cover is the nearer of its two.
+    for s in range(len(seg) - 1):
+        any_ = np.full(N_ENGINES, -1, np.int64)
+        per = np.full((N_ENGINES, nranks), -1, np.int64)
+        for i in range(seg[s + 1] - 1, seg[s] - 1, -1):
+            k = kind[i]
+            if k == K_QUIET or (fences and k == K_FENCE):
+                e = engine[i]
+                p = peer[i]
+                for x in range(N_ENGINES):
+                    if e == NULL8 or e == E_ALL or e == x:
+                        if p == NULL16 or p < 0 or p >= nranks:
+                            any_[x] = i
+                        else:
+                            per[x, p] = i
+            elif k == K_END:
+                any_[E_MTE] = i
+                any_[E_LOCAL] = i
+            elif k == K_PUT or k == K_GET or k == K_PUTSIG or k == K_SIGNAL or k == K_AMO:
+                e = engine[i]
+                if e < 0 or e >= N_ENGINES:
+                    continue
+                a = any_[e]
+                p = peer[i]
+                b = per[e, p] if (p >= 0 and p < nranks) else -1
+                if a < 0:
+                    out[i] = b
+                elif b < 0:
+                    out[i] = a
+                else:
+                    out[i] = min(a, b)
+
+
+def cover(trace, fences: bool) -> np.ndarray:
+    """Per op row, the first later row of its core that completes it (or, with fences, orders it); -1 if none."""
+    def build():
+        out = np.full(trace.n, -1, np.int64)
+        if trace.n:
+            _cover_kernel(trace.segments, trace["kind"], trace["engine"], trace["peer"],
+                          bool(fences), int(trace.manifest.ranks), out)
+        return out
+    return cached(trace, f"cover:{bool(fences)}", build)
+
+
+@kernel
+def _atomic_kernel(seg, kind, op, out):
+    for s in range(len(seg) - 1):
+        cur = -1
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k == K_BEGIN:
+                cur = -1
+            out[i] = cur  # an atomic_mode row sees the mode before it
+            if k == K_AMODE:
+                cur = i if op[i] == OP_ADD else -1
+
+
+def atomic_window(trace) -> np.ndarray:
+    """Per row, the atomic_mode add row whose window it lies in; -1 outside any add window."""
+    def build():
+        out = np.full(trace.n, -1, np.int64)
+        if trace.n:
+            _atomic_kernel(trace.segments, trace["kind"], trace["op"], out)
+        return out
+    return cached(trace, "atomic_window", build)
+
+
+@kernel
+def _wait_kernel(seg, kind, b2e, e2b):
+    for s in range(len(seg) - 1):
+        open_ = -1
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k == K_WBEGIN:
+                open_ = i
+            elif k == K_WEND and open_ >= 0:
+                b2e[open_] = i
+                e2b[i] = open_
+                open_ = -1
+            elif k == K_BEGIN:
+                open_ = -1
+
+
+def wait_pairs(trace) -> tuple[np.ndarray, np.ndarray]:
+    """(begin_to_end, end_to_begin) row maps; -1 where unpaired (a begin with -1 never ended)."""
+    def build():
+        b2e = np.full(trace.n, -1, np.int64)
+        e2b = np.full(trace.n, -1, np.int64)
+        if trace.n:
+            _wait_kernel(trace.segments, trace["kind"], b2e, e2b)
+        return b2e, e2b
+    return cached(trace, "wait_pairs", build)
+
+
+def incomplete_launches(trace) -> set[tuple[int, int]]:
+    """(rank, launch) pairs where some core did not reach kernel_end or sits in a wait.
+
+    Their flags and counters are not at rest, so end-of-round checks skip them:
+    the hang rules explain those.
+    """
+    def build():
+        n = trace.n
+        if n == 0:
+            return set()
+        kind, launch, rank = trace["kind"], trace["launch"], trace["rank"]
+        last = np.zeros(n, bool)
+        last[-1] = True
+        seg_end = trace.segments[1:-1] - 1
+        last[seg_end] = True
+        last[:-1] |= launch[1:] != launch[:-1]
+        bad = last & (kind != K_END)
+        b2e, _ = wait_pairs(trace)
+        bad |= (kind == K_WBEGIN) & (b2e < 0)
+        return set(zip(rank[bad].tolist(), launch[bad].tolist()))
+    return cached(trace, "incomplete_launches", build)
+
+
+def confidence_for(trace, ranks=(), cores=()):
+    """PARTIAL_TRACE where events of the named ranks/cores may be lost, else None."""
+    from .base import Confidence
+
+    lost = trace.lost_by_core
+    missing = set(trace.ranks_missing)
+    if any(r in missing for r in ranks) or any(rc in lost for rc in cores) \
+            or any(r == lr for r in ranks for lr, _ in lost):
+        return Confidence.PARTIAL_TRACE
+    return None
+
+
+def region_name(trace, region: int) -> str:
+    regs = trace.manifest.regions
+    return regs[region].name if 0 <= region < len(regs) else f"region#{region}"
+
+
+def ev(trace, row: int) -> str:
+    """Short 'rank r core c seq s' of a row, for messages."""
+    row = int(row)
+    return f"rank {int(trace['rank'][row])} core {int(trace['core'][row])} seq {int(trace['seq'][row])}"

@@ -1,0 +1,163 @@
+"""Every word write into a flag-like region, one entry per word, grouped by key.
+
+Flag-like: role flag or counter, or a region with ``reset`` or ``monotonic``.
+Sources: signal and amo (one word), put_signal's signal word, puts / local
+writes / get destinations into a flag-like region (one entry per element).
+Payload regions are never expanded, so the cost stays with the control words.
+
+The entries are sorted once by (key, launch, phase_all, after_wait, row):
+within a launch, a write that follows a wait on the same word on the same
+core comes after the write that satisfied that wait (the usual "wait, then
+reset" of a consumer), and a later barrier phase comes after an earlier one.
+Writes the trace cannot order stay in row order; the simulated values
+(``after``: the word after each write) are then one possible history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _passes as P
+from ._jit import kernel
+
+OP_ADD, NULL64 = P.OP_ADD, P.NULL64  # plain globals for numba
+
+
+@dataclass(frozen=True)
+class Words:
+    row: np.ndarray      # event row of the write
+    key: np.ndarray      # element key
+    region: np.ndarray
+    launch: np.ndarray
+    phase: np.ndarray    # phase_all of the row
+    op: np.ndarray       # OP_SET / OP_ADD
+    value: np.ndarray    # int64, NULL64 where the trace does not say
+    after: np.ndarray    # simulated word value after this write (NULL64 = unknown)
+    last: np.ndarray     # bool: last write of its (key, launch) group
+    ck: np.ndarray       # composite (key, launch) sort key, ascending
+    lmin: int
+    lspan: int
+
+    def ckey(self, key, launch):
+        return np.asarray(key, np.int64) * self.lspan + (np.asarray(launch, np.int64) - self.lmin)
+
+
+def _expand(first_key, count):
+    """Keys first_key[i] .. first_key[i]+count[i]-1 and the source index of each."""
+    count = np.maximum(count, 0)
+    src = np.repeat(np.arange(len(count), dtype=np.int64), count)
+    start = np.cumsum(count) - count
+    within = np.arange(len(src), dtype=np.int64) - np.repeat(start, count)
+    return first_key[src] + within, src
+
+
+@kernel
+def _after_wait_kernel(gk, rc, is_wait, out):
+    # Sorted by (key, launch, rank/core, row): a write after a wait of its group.
+    seen = False
+    for i in range(len(gk)):
+        if i == 0 or gk[i] != gk[i - 1] or rc[i] != rc[i - 1]:
+            seen = False
+        if is_wait[i]:
+            seen = True
+        else:
+            out[i] = seen
+
+
+@kernel
+def _simulate(key, launch, op, value, init, init_known, after, last):
+    cur = 0
+    known = False
+    for i in range(len(key)):
+        if i == 0 or key[i] != key[i - 1]:
+            cur = init[i]
+            known = init_known[i]
+        v = value[i]
+        if op[i] == OP_ADD:
+            if v == NULL64:
+                known = False
+            else:
+                cur += v
+        else:
+            if v == NULL64:
+                known = False
+            else:
+                cur = v
+                known = True
+        after[i] = cur if known else NULL64
+        last[i] = i + 1 == len(key) or key[i + 1] != key[i] or launch[i + 1] != launch[i]
+
+
+def words(trace) -> Words:
+    return P.cached(trace, "words", lambda: _build(trace))
+
+
+def _build(trace) -> Words:
+    kind = trace["kind"]
+    rt = P.region_table(trace)
+    key = trace.key
+    reg = P.target_region(trace)
+    flaglike = np.where(reg >= 0, rt["flaglike"][np.where(reg >= 0, reg, 0)], False)
+    ext = P.extent(trace)
+    offset = np.where(kind == P.K_GET, trace["local_offset"], trace["offset"])
+    room = rt["length"][np.where(reg >= 0, reg, 0)] - offset  # clip: overflow is MT303's
+    value = trace["value"].astype(np.int64)
+    op = trace["op"].astype(np.int64)
+
+    one = np.isin(kind, (P.K_SIGNAL, P.K_AMO)) & flaglike
+    multi = np.isin(kind, (P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG)) & flaglike & (offset >= 0)
+    r1 = np.flatnonzero(one)
+    rm = np.flatnonzero(multi)
+    km, src = _expand(key[rm], np.minimum(ext[rm], room[rm]))
+    rows_m = rm[src]
+    # The signal word of a put_signal lives in its sig_region at the peer.
+    ps = np.flatnonzero(kind == P.K_PUTSIG)
+    sreg = trace["sig_region"][ps].astype(np.int64)
+    ok = sreg >= 0
+    ps, sreg = ps[ok], sreg[ok]
+    ok = rt["flaglike"][sreg]
+    ps, sreg = ps[ok], sreg[ok]
+    wpr = trace.manifest.words_per_rank
+    kps = trace.owner[ps].astype(np.int64) * wpr + rt["base"][sreg] + trace["sig_offset"][ps]
+
+    rows = np.concatenate((r1, rows_m, ps))
+    wkey = np.concatenate((key[r1], km, kps))
+    wreg = np.concatenate((reg[r1], reg[rows_m], sreg))
+    wop = np.concatenate((op[r1], np.full(len(rows_m), P.OP_SET), op[ps]))
+    # A get's destination value is unknown; so is a payload word a put_signal carries.
+    mval = np.where(np.isin(kind[rows_m], (P.K_GET, P.K_PUTSIG)), P.NULL64, value[rows_m])
+    wval = np.concatenate((value[r1], mval, value[ps]))
+    launch = trace["launch"].astype(np.int64)
+    wl = launch[rows]
+    lmin = int(launch.min()) if trace.n else 0
+    lspan = (int(launch.max()) - lmin + 2) if trace.n else 1
+    ck = wkey * lspan + (wl - lmin)
+
+    # after_wait: merge with the wait_ends of the same keys.
+    we = np.flatnonzero(kind == P.K_WEND)
+    rc_all = trace["rank"].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"].astype(np.int64)
+    mk = np.concatenate((ck, key[we] * lspan + (launch[we] - lmin)))
+    mrc = np.concatenate((rc_all[rows], rc_all[we]))
+    mrow = np.concatenate((rows, we))
+    mw = np.concatenate((np.zeros(len(rows), bool), np.ones(len(we), bool)))
+    order = np.lexsort((mrow, mrc, mk))
+    aw_sorted = np.zeros(len(order), bool)
+    if len(order):
+        _after_wait_kernel(mk[order], mrc[order], mw[order], aw_sorted)
+    aw = np.zeros(len(mk), bool)
+    aw[order] = aw_sorted
+    aw = aw[: len(rows)]
+
+    phase_all, _ = P.phases(trace)
+    wph = phase_all[rows].astype(np.int64)
+    order = np.lexsort((rows, aw, wph, ck))
+    rows, wkey, wreg, wl, wph, wop, wval, ck = (a[order] for a in (rows, wkey, wreg, wl, wph, wop, wval, ck))
+    init = rt["reset"][wreg]
+    init_known = rt["has_reset"][wreg]
+    after = np.zeros(len(rows), np.int64)
+    last = np.zeros(len(rows), bool)
+    if len(rows):
+        _simulate(wkey, wl, wop, wval, init, init_known, after, last)
+    return Words(rows, wkey, wreg, wl, wph, wop, wval, after, last, ck, lmin, lspan)

@@ -1,0 +1,58 @@
+"""Every rule fixture: fire_* must give hits of its rule, quiet_* none.
+
+Discovered from tests/fixtures/rules/<CODE>/<fire|quiet>_<what>/; a fire
+fixture's expect.json may pin the exact count. Each fixture is ingested
+through the real ingest entry point and checked by its rule alone.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rules import RuleContext, registry
+from rules.trace import TraceView
+
+FIXTURES = Path(__file__).parent / "fixtures" / "rules"
+
+
+def _cases():
+    for d in sorted(FIXTURES.glob("*/*")):
+        if d.is_dir() and d.name.startswith(("fire_", "quiet_")):
+            yield pytest.param(d, id=f"{d.parent.name}/{d.name}")
+
+
+def _ingest(src: Path, out: Path) -> None:
+    from ingest.run import ingest
+
+    ingest([src], out)
+
+
+@pytest.mark.parametrize("fixture", list(_cases()))
+def test_rule_fixture(fixture: Path, tmp_path: Path):
+    code = fixture.parent.name
+    rules = registry()
+    assert code in rules, f"fixture directory {code} names no registered rule"
+    ds = tmp_path / "ds"
+    _ingest(fixture, ds)
+    trace = TraceView.open(ds)
+    hits = [h for h in rules[code]().check(trace, RuleContext()) if h.code == code]
+    shown = "\n".join(h.message for h in hits)
+    if fixture.name.startswith("quiet_"):
+        assert hits == [], f"{code} must stay quiet on {fixture.name}, got:\n{shown}"
+        return
+    expect = fixture / "expect.json"
+    if expect.exists():
+        want = json.loads(expect.read_text())
+        if "count" in want:
+            assert len(hits) == want["count"], f"{code} on {fixture.name}: {len(hits)} hits:\n{shown}"
+    assert hits, f"{code} must fire on {fixture.name}"
+    n = trace.n
+    for h in hits:
+        assert h.rows and all(0 <= r < n for _, r in h.rows), h
+        first = h.rows[0][1]
+        if len(h.key) == 3:
+            want_key = (int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first]))
+            assert tuple(h.key) == want_key, f"hit key {h.key} is not its first row's {want_key}"
