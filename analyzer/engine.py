@@ -1,0 +1,282 @@
+"""The engine: run the selected rules over a trace and turn their hits into a report.
+
+``diagnose`` opens the dataset (or ingests raw traces into a temporary one),
+runs each selected rule once, resolves every hit's rows into evidence events
+and its location (first row unless the hit overrides it, kernel file:line from
+the manifest's sites), and links causes.  How causes become root causes:
+
+- A hit's ``caused_by`` (code, key) pairs resolve to every finding of that
+  code with that key.  A pair that resolves to nothing (its rule was not
+  selected, or found nothing) is dropped and listed in the finding's
+  ``extra["causes_not_reported"]``; a finding left with no causes is a root
+  cause: the deepest explanation this run can offer, and the text says the
+  named cause was not reported.
+- A cycle of causes with no cause outside it (a true deadlock) is broken at
+  its first member by (severity, code, place), which becomes the root; the
+  members are listed in that root's ``extra["cycle"]``.
+- Root causes are the findings with no causes; each ``explains`` every
+  finding that reaches it through ``caused_by``, transitively.  Roots come
+  first (severity, then symptoms explained, then code and place), then the
+  symptoms in the order of the first root that explains them.  Ids F1..Fn
+  follow that order.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+from .causes import break_cycles, explained_by
+from .config import Config
+from .finding import Evidence, Finding, Location, fingerprint, jsonable, normalize_key, severity_rank
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rules.base import Hit, Rule
+    from rules.trace import TraceView
+
+_LOC_FIELDS = ("rank", "core", "launch", "region", "offset", "site", "source")
+
+
+class RuleError(Exception):
+    """A rule raised: a bug in the rule, not bad input. The original is the __cause__."""
+
+    def __init__(self, code: str, exc: BaseException):
+        self.code = code
+        super().__init__(f"rule {code} raised {type(exc).__name__}: {exc}")
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    """What was diagnosed, and what of it is missing."""
+
+    inputs: tuple[str, ...]
+    protocol: str = ""
+    ranks: int = 0
+    cores: int = 0
+    events: int = 0
+    ranks_missing: tuple[int, ...] = ()
+    lost: tuple[tuple[int, int, int], ...] = ()  # (rank, core, events lost to ring wrap)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.ranks_missing or self.lost)
+
+    @property
+    def lost_total(self) -> int:
+        return sum(n for _, _, n in self.lost)
+
+    def gap_lines(self) -> list[str]:
+        """The partial-trace statement, one line per kind of gap; empty for a complete trace."""
+        from .report._fmt import compress_ranks
+
+        out = []
+        if self.ranks_missing:
+            out.append(f"no events from ranks {compress_ranks(self.ranks_missing)} (dump missing or rank died)")
+        if self.lost:
+            cores = ", ".join(f"rank {r} core {c}: {n}" for r, c, n in self.lost)
+            out.append(f"{self.lost_total} events lost to ring wrap ({cores})")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": list(self.inputs), "protocol": self.protocol, "ranks": self.ranks,
+                "cores": self.cores, "events": self.events, "partial": self.partial,
+                "ranks_missing": list(self.ranks_missing),
+                "lost": [{"rank": r, "core": c, "events": n} for r, c, n in self.lost],
+                "gaps": self.gap_lines()}
+
+
+@dataclass(frozen=True)
+class Report:
+    findings: tuple[Finding, ...]
+    trace: TraceInfo
+    rules: tuple[type["Rule"], ...] = ()  # the rules run, in code order
+    config: Config = field(default_factory=Config)
+
+    def by_id(self, fid: str) -> Finding:
+        return self._ids[fid]
+
+    @property
+    def _ids(self) -> dict[str, Finding]:
+        return {f.id: f for f in self.findings}
+
+    @property
+    def roots(self) -> list[Finding]:
+        return [f for f in self.findings if f.is_root]
+
+    def failing(self, fail_on: str | None = None) -> list[Finding]:
+        level = fail_on or self.config.fail_on
+        return [] if level == "never" else [f for f in self.findings if f.at_or_above(level)]
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        return 1 if self.failing(fail_on) else 0
+
+    def counts(self) -> dict[str, Any]:
+        fam: dict[str, int] = {}
+        sev = {"error": 0, "warning": 0, "note": 0}
+        for f in self.findings:
+            fam[f.family] = fam.get(f.family, 0) + 1
+            sev[f.severity] += 1
+        roots = sum(1 for f in self.findings if f.is_root)
+        return {"findings": len(self.findings), "root_causes": roots, "symptoms": len(self.findings) - roots,
+                "by_severity": sev, "by_family": dict(sorted(fam.items()))}
+
+
+# --------------------------------------------------------------------------
+
+
+def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = None, *,
+             rules: Iterable[type["Rule"]] | None = None,
+             progress: Callable[[int], None] | None = None) -> Report:
+    """Diagnose a dataset directory, or raw traces (JSONL dirs, .mtr dumps) ingested on the fly."""
+    from ingest.dataset import is_dataset
+    from ingest.errors import TraceError
+
+    config = config or Config()
+    paths = [Path(inputs)] if isinstance(inputs, (str, Path)) else [Path(p) for p in inputs]
+    if not paths:
+        raise TraceError(None, "", "no input given")
+    if rules is None:
+        from rules import registry
+
+        rules = registry().values()
+    selected = config.select_rules([type(r) if not isinstance(r, type) else r for r in rules])
+    if len(paths) == 1 and is_dataset(paths[0]):
+        return _run(paths[0], paths, config, selected)
+    for p in paths:
+        if not p.exists():
+            raise TraceError(p, "", "no such file or directory")
+        if is_dataset(p):
+            raise TraceError(p, "", "a dataset cannot be diagnosed together with other inputs")
+    try:
+        from ingest.run import ingest
+    except ImportError:
+        raise TraceError(paths[0], "", "not a dataset, and raw-trace ingest is not available") from None
+    tmp = Path(tempfile.mkdtemp(prefix="moetrace-diagnose-"))
+    try:
+        out = tmp / "dataset"
+        ingest(paths, out, progress=progress)
+        return _run(out, paths, config, selected)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[type["Rule"]]) -> Report:
+    from rules.base import RuleContext
+    from rules.trace import TraceView
+
+    trace = TraceView.open(dataset)
+    drafts: list[Finding] = []
+    by_code = {r.code: r for r in selected}
+    for rule in selected:
+        ctx = RuleContext(options=config.options_for(rule))
+        try:
+            hits = list(rule().check(trace, ctx))
+        except Exception as e:  # a rule bug: keep the original as __cause__ for tests and debugging
+            raise RuleError(rule.code, e) from e
+        for hit in hits:
+            drafts.append(_finding(hit, by_code.get(hit.code, rule), config, trace))
+    info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=trace.manifest.protocol,
+                     ranks=trace.manifest.ranks, cores=trace.manifest.cores, events=int(trace.n),
+                     ranks_missing=tuple(trace.ranks_missing),
+                     lost=tuple((r, c, n) for (r, c), n in sorted(trace.lost_by_core.items())))
+    return Report(link(drafts), info, tuple(selected), config)
+
+
+def _finding(hit: "Hit", rule: type["Rule"], config: Config, trace: "TraceView") -> Finding:
+    described = [(role, trace.describe(row)) for role, row in hit.rows]
+    evidence = tuple(Evidence(role, d["rank"], d["core"], d["seq"], d["kind"],
+                              {k: jsonable(v) for k, v in d.items() if k not in ("rank", "core", "seq", "kind")},
+                              trace.manifest.site_text(d.get("site")))
+                     for role, d in described)
+    loc: dict[str, Any] = {}
+    if described:
+        first = described[0][1]
+        loc = {k: first[k] for k in _LOC_FIELDS if k in first}
+    extra = dict(hit.extra)
+    for k, v in hit.location.items():
+        if k in _LOC_FIELDS:
+            loc[k] = v
+        else:
+            extra.setdefault(k, v)  # a place the Location has no field for (e.g. peer): keep it visible
+    if isinstance(loc.get("region"), int):
+        loc["region"] = trace.manifest.regions[loc["region"]].name
+    loc = {k: jsonable(v) for k, v in loc.items()}
+    if "source" not in loc and loc.get("site") is not None:
+        loc["source"] = trace.manifest.site_text(loc["site"])
+    location = Location(**loc)
+    severity = config.severity_for(rule) or (hit.severity.value if hit.severity else None) \
+        or _value(rule.severity)
+    key = normalize_key(hit.key)
+    return Finding(id="", code=hit.code, family=_value(rule.family), name=rule.name, severity=severity,
+                   confidence=_value(hit.confidence), message=hit.message, location=location,
+                   evidence=evidence, fingerprint=fingerprint(hit.code, location, key),
+                   extra={**extra, "_causes": tuple((c, normalize_key(k)) for c, k in hit.caused_by)},
+                   key=key)
+
+
+def _value(v: Any) -> str:
+    return getattr(v, "value", v)
+
+
+def link(drafts: list[Finding]) -> tuple[Finding, ...]:
+    """Resolve cause pairs to ids, mark roots, order the report and number it F1..Fn."""
+    index: dict[tuple[str, Any], list[int]] = {}
+    for i, f in enumerate(drafts):
+        index.setdefault((f.code, f.key), []).append(i)
+    causes: list[list[int]] = []
+    extras: list[dict[str, Any]] = []
+    for i, f in enumerate(drafts):
+        extra = dict(f.extra)
+        pairs = extra.pop("_causes", ())
+        found: list[int] = []
+        missing: list[str] = []
+        for code, key in pairs:
+            hits = [j for j in index.get((code, key), []) if j != i]
+            if hits:
+                found.extend(j for j in hits if j not in found)
+            else:
+                missing.append(f"{code} {json.dumps(jsonable(key))}")
+        if missing:
+            extra["causes_not_reported"] = missing
+        causes.append(found)
+        extras.append(extra)
+    order_key = [_order_key(f) for f in drafts]
+    cycles = break_cycles(causes, order_key)
+    explains = explained_by(causes)
+    roots = sorted((i for i in range(len(drafts)) if not causes[i]),
+                   key=lambda i: (-severity_rank(drafts[i].severity), -len(explains[i]), order_key[i]))
+    order: list[int] = list(roots)
+    placed = set(order)
+    for r in roots:
+        for s in sorted(explains[r], key=lambda i: order_key[i]):
+            if s not in placed:
+                placed.add(s)
+                order.append(s)
+    order.extend(i for i in range(len(drafts)) if i not in placed)  # unreachable: cycles are broken
+    ids = {i: f"F{n + 1}" for n, i in enumerate(order)}
+    seen_fp: dict[str, int] = {}
+    out = []
+    for i in order:
+        f = drafts[i]
+        extra = extras[i]
+        if i in cycles:
+            extra["cycle"] = sorted((ids[j] for j in cycles[i]), key=lambda s: int(s[1:]))
+        fp = f.fingerprint
+        seen_fp[fp] = seen_fp.get(fp, 0) + 1
+        if seen_fp[fp] > 1:  # the same rule, place and key twice: keep fingerprints unique per report
+            fp = f"{fp}-{seen_fp[fp]}"
+        out.append(replace(f, id=ids[i], extra=extra, fingerprint=fp,
+                           caused_by=tuple(sorted((ids[j] for j in causes[i]), key=lambda s: int(s[1:]))),
+                           explains=tuple(sorted((ids[j] for j in explains[i]), key=lambda s: int(s[1:])))))
+    return tuple(out)
+
+
+def _order_key(f: Finding) -> tuple:
+    loc = f.location
+    place = tuple(-1 if v is None else v for v in (loc.rank, loc.core, loc.launch))
+    first = (f.evidence[0].seq,) if f.evidence else (-1,)
+    return (-severity_rank(f.severity), f.code, place, first, json.dumps(jsonable(f.key)), f.message)

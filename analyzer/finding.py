@@ -1,0 +1,170 @@
+"""Findings: what a diagnosis reports, as plain frozen values.
+
+The engine turns rule hits into findings; every reporter reads only these
+values, so the text, JSON, SARIF and JUnit outputs cannot disagree.  Values
+are JSON-ready Python types (no numpy scalars), tuples instead of lists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+SEVERITIES = ("error", "warning", "note")
+CONFIDENCES = ("certain", "inferred", "partial-trace")
+# Location fields that identify a place; the source text is derived from the
+# site, so it stays out of the fingerprint (a shifted line must not re-open a finding).
+_PLACE = ("rank", "core", "launch", "region", "offset", "site")
+
+
+def severity_rank(level: str) -> int:
+    """error 3, warning 2, note 1; anything else (e.g. 'never') 4, above every level."""
+    return {"error": 3, "warning": 2, "note": 1}.get(level, 4)
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a finding is: the device place, and the kernel source line when the manifest knows it."""
+
+    rank: int | None = None
+    core: int | None = None
+    launch: int | None = None
+    region: str | None = None
+    offset: int | None = None
+    site: int | None = None
+    source: str | None = None  # "file:line" from the manifest's sites
+
+    @property
+    def file(self) -> str | None:
+        return None if self.source is None else _split_source(self.source)[0]
+
+    @property
+    def line(self) -> int | None:
+        return None if self.source is None else _split_source(self.source)[1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "core": self.core, "launch": self.launch, "region": self.region,
+                "offset": self.offset, "site": self.site, "source": self.source}
+
+    def place(self) -> str:
+        """'rank 3 core 1' (the device place), for logical locations and text."""
+        parts = []
+        if self.rank is not None:
+            parts.append(f"rank {self.rank}")
+        if self.core is not None:
+            parts.append(f"core {self.core}")
+        return " ".join(parts) or "trace"
+
+    def text(self) -> str:
+        """One line for people: 'rank 3 core 1, launch 2, ready[12], site 7 (dispatch.cc:88)'."""
+        parts = [self.place()]
+        if self.launch is not None:
+            parts.append(f"launch {self.launch}")
+        if self.region is not None:
+            parts.append(self.region if self.offset is None else f"{self.region}[{self.offset}]")
+        if self.site is not None or self.source is not None:
+            site = f"site {self.site}" if self.site is not None else "at"
+            parts.append(f"{site} ({self.source})" if self.source else site)
+        return ", ".join(parts)
+
+
+def _split_source(text: str) -> tuple[str, int | None]:
+    path, sep, line = text.rpartition(":")
+    if sep and line.strip().isdigit() and path:
+        return path, int(line)
+    return text, None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One event a finding rests on, named by (rank, core, seq), with its role and field values."""
+
+    role: str
+    rank: int
+    core: int
+    seq: int
+    kind: str
+    values: Mapping[str, Any] = field(default_factory=dict)  # the event's other non-null fields
+    source: str | None = None  # the event's site as "file:line", where the manifest gives one
+
+    def to_json(self) -> dict[str, Any]:
+        return {"role": self.role, "rank": self.rank, "core": self.core, "seq": self.seq,
+                "kind": self.kind, "values": dict(self.values), "source": self.source}
+
+    def text(self) -> str:
+        vals = " ".join(f"{k}={v}" for k, v in self.values.items() if k not in ("ts", "site"))
+        head = f"{self.role}: {self.kind} rank {self.rank} core {self.core} seq {self.seq}"
+        return f"{head} {vals}".rstrip()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reported defect or symptom.
+
+    ``caused_by`` holds finding ids of this report; a root cause has none.
+    ``explains`` (filled by the engine) holds the ids of every symptom that
+    leads back to this finding through ``caused_by``, transitively.
+    """
+
+    id: str
+    code: str
+    family: str
+    name: str
+    severity: str
+    confidence: str
+    message: str
+    location: Location
+    evidence: tuple[Evidence, ...] = ()
+    caused_by: tuple[str, ...] = ()
+    fingerprint: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    key: tuple = ()  # the rule's key, for cause links; not part of the report schema
+    explains: tuple[str, ...] = ()
+
+    @property
+    def is_root(self) -> bool:
+        return not self.caused_by
+
+    def at_or_above(self, level: str) -> bool:
+        return severity_rank(self.severity) >= severity_rank(level)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "code": self.code, "family": self.family, "name": self.name,
+                "severity": self.severity, "confidence": self.confidence, "message": self.message,
+                "location": self.location.to_json(), "evidence": [e.to_json() for e in self.evidence],
+                "caused_by": list(self.caused_by), "root_cause": self.is_root,
+                "explains": list(self.explains), "fingerprint": self.fingerprint,
+                "extra": jsonable(dict(self.extra))}
+
+
+def fingerprint(code: str, location: Location, key: tuple) -> str:
+    """A hash of what the finding is about: rule, place and the rule's key; never ids or timestamps."""
+    place = [getattr(location, f) for f in _PLACE]
+    blob = json.dumps([code, place, jsonable(key)], separators=(",", ":"), sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON types: numpy scalars to Python, tuples and sets to lists, keys to strings."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(jsonable(v) for v in value)
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return value.item()
+    if hasattr(value, "value") and hasattr(value, "name") and isinstance(getattr(value, "value"), str):
+        return value.value  # str enums (Severity, Family)
+    return value
+
+
+def normalize_key(value: Any) -> Any:
+    """A hashable, canonical form of a rule key: numpy ints to int, lists to tuples."""
+    if isinstance(value, (list, tuple)):
+        return tuple(normalize_key(v) for v in value)
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    return value
