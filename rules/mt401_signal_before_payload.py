@@ -117,8 +117,9 @@ class SignalBeforePayload(Rule):
         why = f"no quiet or fence of engine {dp['engine']} in between"
         if q >= 0:
             rows.append(("quiet of another engine", q))
-            why = f"the {trace.describe(q)['kind']} at seq {int(trace['seq'][q])} is of engine " \
-                  f"{trace.describe(q).get('engine', 'unset')} and does not complete it"
+            dq = trace.describe(q)
+            named = f"{dq['kind']} {dq.get('engine', 'all')}" + (f" peer {dq['peer']}" if "peer" in dq else "")
+            why = f"the {named} at seq {dq['seq']} does not cover it"
         msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} to rank {d['peer']} "
                f"{d.get('region')}[{d.get('offset')}] at seq {d['seq']} while the {dp['engine']} put "
                f"{dp['region']}[{dp['offset']}] ({dp.get('nbytes')} B) at seq {dp['seq']} is outstanding; {why}")

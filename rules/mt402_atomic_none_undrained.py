@@ -1,0 +1,107 @@
+"""MT402: atomic mode switched back to none while MTE3 writes issued under add are in flight."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import PipeEvent, PipeOp
+
+from . import _passes as P
+from ._jit import kernel
+from .base import Confidence, Family, Rule, Severity
+
+K_BEGIN, K_PUT, K_GET, K_AMODE, K_PIPE, K_QUIET = P.K_BEGIN, P.K_PUT, P.K_GET, P.K_AMODE, P.K_PIPE, P.K_QUIET
+E_MTE, E_ALL, OP_ADD = P.E_MTE, P.E_ALL, P.OP_ADD
+WAIT_FLAG, PIPE_BARRIER = int(PipeOp.WAIT_FLAG), int(PipeOp.PIPE_BARRIER)
+EV_MTE3_S, EV_MTE3, EV_ALL = int(PipeEvent.MTE3_S), int(PipeEvent.MTE3), int(PipeEvent.ALL)
+
+
+@kernel
+def _scan(seg, kind, engine, op, pipe_op, event, hit_write, hit_open):
+    for s in range(len(seg) - 1):
+        mode_add = False
+        opened = -1
+        outst = -1  # last MTE3 write issued under add and not drained yet
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k == K_BEGIN:
+                mode_add = False
+                outst = -1
+            elif k == K_AMODE:
+                if op[i] == OP_ADD:
+                    mode_add = True
+                    opened = i
+                else:
+                    if mode_add and outst >= 0:
+                        hit_write[i] = outst
+                        hit_open[i] = opened
+                    mode_add = False
+                    outst = -1
+            elif (k == K_PUT or k == K_GET) and mode_add and engine[i] == E_MTE:
+                outst = i
+            elif k == K_PIPE:
+                if (pipe_op[i] == WAIT_FLAG and event[i] == EV_MTE3_S) or \
+                        (pipe_op[i] == PIPE_BARRIER and (event[i] == EV_ALL or event[i] == EV_MTE3)):
+                    outst = -1
+            elif k == K_QUIET and (engine[i] == E_MTE or engine[i] == E_ALL):
+                outst = -1  # aclshmem_quiet is PipeBarrier<PIPE_ALL>
+
+
+class AtomicNoneUndrained(Rule):
+    """Atomic mode set back to none before the MTE3 writes of the add window drained.
+
+    What it does
+        Per core, between `atomic_mode add` and the next `atomic_mode none`,
+        tracks the MTE3 writes issued under add (MTE gets, which land in local
+        memory, and MTE puts). A `pipe_sync wait_flag mte3_s`, a
+        `pipe_barrier` of all or mte3, or an MTE/all quiet drains them. An
+        `atomic_mode none` with a write still undrained is a hit. Default
+        severity warning; set the option `severity = "error"` to make it one.
+
+    Why it matters
+        Atomic mode applies to writes as the MTE3 pipe performs them. A write
+        still in the pipe when the mode flips lands as a plain store: it
+        overwrites the sum instead of adding to it, and a contribution is
+        lost. The catcoc reduce-scatter and allreduce epilogues drain with
+        `SetFlag/WaitFlag<MTE3_S>` first; other real code (SHMEM's signal add,
+        the asc-devkit example) goes straight to `SetAtomicNone`, which is why
+        this is a warning by default.
+
+    Example
+        atomic_mode add; get mte peer=1 -> out[0:1024]; atomic_mode none
+        -- insert set_flag/wait_flag mte3_s before atomic_mode none.
+
+    Evidence
+        The `atomic_mode none` (first), the last undrained write, and the
+        `atomic_mode add` that opened the window.
+    """
+
+    code = "MT402"
+    name = "atomic-none-undrained"
+    family = Family.MISSING_DRAIN
+    severity = Severity.WARNING
+    summary = "Atomic mode switched to none while MTE3 writes issued under add are outstanding"
+    options = {"severity": "warning"}
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        sev = Severity(ctx.option("severity", self.options["severity"]))
+        hit_write = np.full(trace.n, -1, np.int64)
+        hit_open = np.full(trace.n, -1, np.int64)
+        _scan(trace.segments, trace["kind"], trace["engine"], trace["op"], trace["pipe_op"],
+              trace["event"], hit_write, hit_open)
+        for r in np.flatnonzero(hit_write >= 0):
+            r = int(r)
+            w, o = int(hit_write[r]), int(hit_open[r])
+            d, dw = trace.describe(r), trace.describe(w)
+            dest = f"{dw.get('local_region')}[{dw.get('local_offset')}]" if dw["kind"] == "get" \
+                else f"{dw.get('region')}[{dw.get('offset')}] on rank {dw.get('peer')}"
+            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: atomic_mode none at seq {d['seq']} "
+                   f"while the MTE3 {dw['kind']} into {dest} at seq {dw['seq']} (issued under the add mode "
+                   f"of seq {int(trace['seq'][o])}) may still be in flight; no wait_flag mte3_s or "
+                   f"pipe_barrier in between, so it can land as a plain store")
+            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+            yield self.hit(msg, rows=(("atomic none", r), ("undrained write", w), ("atomic add", o)),
+                           key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                           severity=None if sev is self.severity else sev)

@@ -1,0 +1,53 @@
+"""MT403: a plain local write issued inside an atomic-add window."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _passes as P
+from .base import Confidence, Family, Rule, Severity
+
+
+class PlainWriteInAtomic(Rule):
+    """A plain write to local memory while the core's atomic mode is add.
+
+    What it does
+        Flags every `write` event, and every put to the core's own rank,
+        issued between `atomic_mode add` and the next `atomic_mode none` of
+        its core (a column predicate over the shared atomic-window pass).
+
+    Why it matters
+        Atomic mode turns every subsequent UB/L1 to GM write of the core into
+        an add, not only the transfers the window was opened for. A copy or
+        a flag reset meant to overwrite adds to the old value instead: the
+        buffer ends up holding old + new, and a reset flag keeps its value.
+
+    Example
+        atomic_mode add; get mte peer=1 -> out; write ready[0] = 0; atomic_mode none
+        -- move the reset out of the window.
+
+    Evidence
+        The write (first) and the `atomic_mode add` that opened the window.
+    """
+
+    code = "MT403"
+    name = "plain-write-in-atomic"
+    family = Family.MISSING_DRAIN
+    severity = Severity.ERROR
+    summary = "Plain local write (write, or put to own rank) inside an atomic-add window"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        kind = trace["kind"]
+        win = P.atomic_window(trace)
+        own = (kind == P.K_PUT) & (trace["peer"].astype(np.int64) == trace["rank"].astype(np.int64))
+        for r in np.flatnonzero((win >= 0) & ((kind == P.K_WRITE) | own)):
+            r, o = int(r), int(win[r])
+            d = trace.describe(r)
+            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} to "
+                   f"{d.get('region')}[{d.get('offset')}] ({d.get('nbytes')} B) at seq {d['seq']} inside the "
+                   f"atomic-add window opened at seq {int(trace['seq'][o])}: it adds instead of overwriting")
+            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+            yield self.hit(msg, rows=(("plain write", r), ("atomic add", o)),
+                           key=(d["rank"], d["core"], d["seq"]), confidence=conf)

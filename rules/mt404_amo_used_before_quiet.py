@@ -1,0 +1,98 @@
+"""MT404: a UDMA/RoCE atomic whose effect is relied on before its engine's quiet."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _passes as P
+from ._jit import kernel
+from .base import Confidence, Family, Rule, Severity
+
+K_BEGIN, K_END, K_AMO, K_QUIET = P.K_BEGIN, P.K_END, P.K_AMO, P.K_QUIET
+K_SIGNAL, K_PUTSIG, K_WBEGIN, K_BBEGIN = P.K_SIGNAL, P.K_PUTSIG, P.K_WBEGIN, P.K_BBEGIN
+E_UDMA, E_ROCE, E_ALL, NE, NULL8 = P.E_UDMA, P.E_ROCE, P.E_ALL, P.N_ENGINES, P.NULL8
+
+
+@kernel
+def _scan(seg, kind, engine, peer, key, nranks, use):
+    for s in range(len(seg) - 1):
+        outst = np.full((NE, nranks), -1, np.int64)  # first unquieted UDMA/RoCE amo per (engine, peer)
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k == K_BEGIN:
+                outst[:, :] = -1
+            elif k == K_QUIET:
+                e = engine[i]
+                p = peer[i]
+                for x in range(NE):
+                    if e == NULL8 or e == E_ALL or e == x:
+                        for q in range(nranks):
+                            if p < 0 or p == q:
+                                outst[x, q] = -1
+            elif k == K_AMO:
+                e = engine[i]
+                p = peer[i]
+                if (e == E_UDMA or e == E_ROCE) and 0 <= p < nranks and outst[e, p] < 0:
+                    outst[e, p] = i
+            elif k == K_BBEGIN or k == K_END or k == K_SIGNAL or k == K_PUTSIG or k == K_WBEGIN:
+                p = peer[i]
+                for x in range(NE):
+                    for q in range(nranks):
+                        a = outst[x, q]
+                        if a < 0:
+                            continue
+                        # A barrier or the kernel's end relies on every earlier op;
+                        # a signal on those to its peer; a wait on the word itself.
+                        if k == K_BBEGIN or k == K_END or ((k == K_SIGNAL or k == K_PUTSIG) and p == q) \
+                                or (k == K_WBEGIN and key[a] == key[i]):
+                            use[a] = i
+                            outst[x, q] = -1
+
+
+class AmoUsedBeforeQuiet(Rule):
+    """A UDMA or RoCE atomic relied on before the quiet of its engine.
+
+    What it does
+        Per core, tracks each amo issued on the UDMA or RoCE engine until a
+        quiet of that engine (or all; one naming a peer covers that peer
+        only). A barrier, the kernel's end, a signal or put_signal to the
+        same peer, or a wait on the amo's own word reached first is a hit.
+        A fence does not count: it orders, it does not complete.
+
+    Why it matters
+        The `void` atomics of UDMA and RoCE are asynchronous: the call returns
+        before the add reaches the remote word. Announcing it (barrier,
+        signal) or reading it before `aclshmemx_udma_quiet(pe)` /
+        `aclshmemx_roce_quiet` lets the peer read the value before the add:
+        a lost count, or a barrier counter one short, which hangs.
+
+    Example
+        amo udma add peer=1 count[2] += 5; barrier_begin
+        -- call the UDMA quiet for peer 1 before the barrier.
+
+    Evidence
+        The amo (first) and the event that relied on it.
+    """
+
+    code = "MT404"
+    name = "amo-used-before-quiet"
+    family = Family.MISSING_DRAIN
+    severity = Severity.ERROR
+    summary = "UDMA/RoCE atomic result used (barrier, signal, wait, kernel end) before its engine's quiet"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        use = np.full(trace.n, -1, np.int64)
+        _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], trace.key,
+              int(trace.manifest.ranks), use)
+        for a in np.flatnonzero(use >= 0):
+            a, u = int(a), int(use[a])
+            d, du = trace.describe(a), trace.describe(u)
+            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['engine']} amo {d['op']} "
+                   f"{d['value']} to rank {d['peer']} {d['region']}[{d['offset']}] at seq {d['seq']} is relied on "
+                   f"by the {du['kind']} at seq {du['seq']} before any {d['engine']} quiet: the atomic may "
+                   f"not have reached the peer yet")
+            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+            yield self.hit(msg, rows=(("unquieted amo", a), ("use", u)),
+                           key=(d["rank"], d["core"], d["seq"]), confidence=conf)

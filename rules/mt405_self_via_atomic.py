@@ -1,0 +1,52 @@
+"""MT405: the own rank's contribution read through the atomic-add path."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _passes as P
+from .base import Confidence, Family, Rule, Severity
+
+
+class SelfViaAtomic(Rule):
+    """A get from the core's own rank inside an atomic-add window.
+
+    What it does
+        Flags every `get` whose peer is the issuing rank, issued between
+        `atomic_mode add` and the next `atomic_mode none` of its core.
+
+    Why it matters
+        In the reduce-scatter pattern the self contribution is written to the
+        output directly, and the atomic loop skips the own rank. Reading the
+        own slot through the add path counts it twice (or, when the direct
+        write was skipped instead, reads a workspace that was never filled).
+
+    Example
+        atomic_mode add; for r in ranks: get mte peer=r -> out; atomic_mode none
+        on rank 0 with r == 0 included -- skip r == my rank.
+
+    Evidence
+        The get (first) and the `atomic_mode add` that opened the window.
+    """
+
+    code = "MT405"
+    name = "self-via-atomic"
+    family = Family.MISSING_DRAIN
+    severity = Severity.ERROR
+    summary = "Self contribution accumulated through the atomic path (double counting)"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        win = P.atomic_window(trace)
+        own = (trace["kind"] == P.K_GET) & (trace["peer"].astype(np.int64) == trace["rank"].astype(np.int64))
+        for r in np.flatnonzero(own & (win >= 0)):
+            r, o = int(r), int(win[r])
+            d = trace.describe(r)
+            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: get from its own rank "
+                   f"{d['region']}[{d['offset']}] into {d['local_region']}[{d['local_offset']}] at seq {d['seq']} "
+                   f"inside the atomic-add window opened at seq {int(trace['seq'][o])}: the self "
+                   f"contribution is added through the atomic path (double counted)")
+            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+            yield self.hit(msg, rows=(("self get", r), ("atomic add", o)),
+                           key=(d["rank"], d["core"], d["seq"]), confidence=conf)

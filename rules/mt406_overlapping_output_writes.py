@@ -1,0 +1,123 @@
+"""MT406: two cores of a rank overwrite the same output element in one launch."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import Role
+
+from . import _passes as P
+from ._jit import kernel
+from .base import Confidence, Family, Rule, Severity
+
+
+@kernel
+def _sweep(group, start, end, core, hit):
+    # Sorted by (group, start). Keep the furthest end so far and the furthest
+    # end of any other core, so an interval finds an earlier overlapping one
+    # of a different core whenever one exists.
+    e1 = -1
+    c1 = -1
+    i1 = -1
+    e2 = -1
+    i2 = -1
+    for i in range(len(start)):
+        if i == 0 or group[i] != group[i - 1]:
+            e1 = -1
+            c1 = -1
+            e2 = -1
+        c = core[i]
+        if c != c1 and start[i] < e1:
+            hit[i] = i1
+        elif c == c1 and start[i] < e2:
+            hit[i] = i2
+        if c == c1:
+            if end[i] > e1:
+                e1 = end[i]
+                i1 = i
+        elif end[i] > e1:
+            e2 = e1
+            i2 = i1
+            e1 = end[i]
+            c1 = c
+            i1 = i
+        elif end[i] > e2:
+            e2 = end[i]
+            i2 = i
+
+
+class OverlappingOutputWrites(Rule):
+    """Two cores of one rank write the same output element, unordered and not atomic.
+
+    What it does
+        Collects the writes into regions of role output (local `write`, get
+        destinations, puts) issued outside an atomic-add window, groups them
+        by (launch, writing rank, intra-rank barrier phase: barriers of any
+        scope and `sync_all` order the cores of a rank), and reports element
+        ranges written by two different cores of the group. One hit per
+        (launch, rank, region, pair of cores).
+
+    Why it matters
+        The SDMA fallback of an atomic reduce has no inline add: each core
+        must own a disjoint chunk of the output and accumulate in UB. Chunks
+        that overlap make two plain writes race; the last one wins and the
+        other core's sum is lost.
+
+    Example
+        core 0: write out[0:32]; core 1: write out[24:56] (same launch, no barrier)
+        -- split the output into disjoint chunks, or use atomic mode.
+
+    Evidence
+        The later write in row order (first) and the earlier overlapping
+        write of the other core.
+    """
+
+    code = "MT406"
+    name = "overlapping-output-writes"
+    family = Family.MISSING_DRAIN
+    severity = Severity.ERROR
+    summary = "Two cores of a rank write the same output element in a launch without atomic mode"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        kind = trace["kind"]
+        reg = P.target_region(trace)
+        role = P.region_table(trace)["role"][np.where(reg >= 0, reg, 0)]
+        cand = (reg >= 0) & (role == int(Role.OUTPUT)) & (P.atomic_window(trace) < 0) & \
+            np.isin(kind, (P.K_WRITE, P.K_GET, P.K_PUT, P.K_PUTSIG))
+        rows = np.flatnonzero(cand)
+        if len(rows) < 2:
+            return
+        _, phase_core = P.phases(trace)
+        launch = trace["launch"].astype(np.int64)[rows]
+        rank = trace["rank"].astype(np.int64)[rows]
+        core = trace["core"].astype(np.int64)[rows]
+        start = trace.key[rows]
+        end = start + P.extent(trace)[rows]
+        # Dense group ids keep the sweep's group test a single compare.
+        _, group = np.unique(np.stack((launch, rank, phase_core[rows].astype(np.int64))), axis=1,
+                             return_inverse=True)
+        group = group.reshape(-1).astype(np.int64)
+        order = np.lexsort((rows, start, group))
+        hit = np.full(len(rows), -1, np.int64)
+        _sweep(group[order], start[order], end[order], core[order], hit)
+        seen = set()
+        for i in np.flatnonzero(hit >= 0):
+            r, o = int(rows[order[i]]), int(rows[order[hit[i]]])
+            d, do = trace.describe(r), trace.describe(o)
+            ident = (d["launch"], d["rank"], int(reg[r]), *sorted((d["core"], do["core"])))
+            if ident in seen:
+                continue
+            seen.add(ident)
+            lo = max(int(start[order[i]]), int(start[order[hit[i]]]))
+            hi = min(int(end[order[i]]), int(end[order[hit[i]]]))
+            owner, region, off = trace.decode_key(lo)
+            msg = (f"rank {d['rank']} launch {d['launch']}: cores {do['core']} (seq {do['seq']}, {do['kind']}) and "
+                   f"{d['core']} (seq {d['seq']}, {d['kind']}) both write {P.region_name(trace, region)}"
+                   f"[{off}:{off + hi - lo}] of rank {owner} with no atomic mode and no barrier between them: "
+                   f"the later write overwrites the other core's result")
+            conf = P.confidence_for(trace, ranks=[d["rank"]]) or Confidence.CERTAIN
+            yield self.hit(msg, rows=(("write", r), ("overlapping write", o)),
+                           key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                           extra={"elements": hi - lo, "cores": sorted((d["core"], do["core"]))})
