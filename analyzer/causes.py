@@ -73,22 +73,23 @@ def break_cycles(causes: list[list[int]], order_key: Sequence[Any]) -> dict[int,
     return out
 
 
-def explained_by(causes: Sequence[Sequence[int]]) -> list[set[int]]:
-    """For each node, every node that reaches it through cause edges (its symptoms, transitively)."""
+def explained_by(causes: Sequence[Sequence[int]]) -> list[dict[int, int]]:
+    """For each node, every node that reaches it through cause edges, with its distance (1 = direct)."""
     n = len(causes)
     symptoms: list[list[int]] = [[] for _ in range(n)]
     for v, cs in enumerate(causes):
         for c in cs:
             symptoms[c].append(v)
-    out: list[set[int]] = []
+    out: list[dict[int, int]] = []
     for v in range(n):
-        seen: set[int] = set()
-        todo = list(symptoms[v])
-        while todo:
-            s = todo.pop()
-            if s in seen or s == v:
-                continue
-            seen.add(s)
-            todo.extend(symptoms[s])
-        out.append(seen)
+        depth: dict[int, int] = {}
+        frontier, d = list(symptoms[v]), 1
+        while frontier:  # breadth first, so each symptom gets its shortest distance
+            nxt = []
+            for s in frontier:
+                if s != v and s not in depth:
+                    depth[s] = d
+                    nxt.extend(symptoms[s])
+            frontier, d = nxt, d + 1
+        out.append(depth)
     return out

@@ -17,7 +17,8 @@ the manifest's sites), and links causes.  How causes become root causes:
 - Root causes are the findings with no causes; each ``explains`` every
   finding that reaches it through ``caused_by``, transitively.  Roots come
   first (severity, then symptoms explained, then code and place), then the
-  symptoms in the order of the first root that explains them.  Ids F1..Fn
+  symptoms in the order of the first root that explains them, nearest
+  first (direct symptoms before the symptoms of symptoms).  Ids F1..Fn
   follow that order.
 """
 
@@ -75,7 +76,8 @@ class TraceInfo:
 
         out = []
         if self.ranks_missing:
-            out.append(f"no events from ranks {compress_ranks(self.ranks_missing)} (dump missing or rank died)")
+            word = "rank" if len(self.ranks_missing) == 1 else "ranks"
+            out.append(f"no events from {word} {compress_ranks(self.ranks_missing)} (dump missing or rank died)")
         if self.lost:
             cores = ", ".join(f"rank {r} core {c}: {n}" for r, c, n in self.lost)
             out.append(f"{self.lost_total} events lost to ring wrap ({cores})")
@@ -130,8 +132,12 @@ class Report:
 
 def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = None, *,
              rules: Iterable[type["Rule"]] | None = None,
-             progress: Callable[[int], None] | None = None) -> Report:
-    """Diagnose a dataset directory, or raw traces (JSONL dirs, .mtr dumps) ingested on the fly."""
+             progress: Callable[[str, int], None] | None = None) -> Report:
+    """Diagnose a dataset directory, or raw traces (JSONL dirs, .mtr dumps) ingested on the fly.
+
+    ``progress(phase, n)`` is handed to the ingest of raw inputs.  ``rules``
+    replaces the registry (tests register their own); the config still selects.
+    """
     from ingest.dataset import is_dataset
     from ingest.errors import TraceError
 
@@ -252,7 +258,7 @@ def link(drafts: list[Finding]) -> tuple[Finding, ...]:
     order: list[int] = list(roots)
     placed = set(order)
     for r in roots:
-        for s in sorted(explains[r], key=lambda i: order_key[i]):
+        for s in sorted(explains[r], key=lambda i: (explains[r][i], order_key[i])):
             if s not in placed:
                 placed.add(s)
                 order.append(s)

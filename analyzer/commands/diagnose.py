@@ -41,7 +41,8 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
         config = load_config(config_path, search_from=[*(inputs[:1]), Path.cwd()])
         config = config.with_overrides(select=select, ignore=ignore, fail_on=fail_on)
         with progress_line("ingest", enabled=progress) as bar:
-            report = diagnose(inputs, config, progress=bar)
+            # Count events read; the write phase is quick next to reading and the rules.
+            report = diagnose(inputs, config, progress=lambda phase, n: bar(n) if phase == "read" else None)
     except (TraceError, ConfigError) as e:
         print(f"moetrace: error: {e}", file=err)
         return 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Annotated, Any
 
 import typer
@@ -46,12 +47,14 @@ def explain_text(code: str) -> str | None:
     if rule.options:
         out.append("options:          " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in rule.options.items()))
         out.append(f"                  (set under [tool.moetrace.options.{rule.code}])")
-    sections = rule.doc_sections()
+    from analyzer.report._fmt import doc_sections
+
+    sections = doc_sections(rule)
     for name in DOC_SECTIONS:
         body = sections.get(name)
         if body is None:
             continue
-        out += ["", name, "-" * len(name), body]
+        out += ["", name, "-" * len(name), textwrap.indent(body, "  ")]
     return "\n".join(out) + "\n"
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+import textwrap
+from typing import Any, Iterable
 
 
 def compress_ranks(ranks: Iterable[int]) -> str:
@@ -24,3 +25,8 @@ def compress_ranks(ranks: Iterable[int]) -> str:
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def doc_sections(rule: Any) -> dict[str, str]:
+    """A rule's docstring sections, each dedented (the bodies sit indented under their headings)."""
+    return {name: textwrap.dedent(body).strip() for name, body in rule.doc_sections().items()}

@@ -15,6 +15,8 @@ from urllib.parse import quote
 
 from analyzer.finding import Location, _split_source, jsonable
 
+from ._fmt import doc_sections
+
 if TYPE_CHECKING:  # pragma: no cover
     from analyzer.engine import Report
     from analyzer.finding import Evidence, Finding
@@ -52,7 +54,7 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False)
 
 
 def rule_descriptor(rule: type["Rule"]) -> dict[str, Any]:
-    sections = rule.doc_sections()
+    sections = doc_sections(rule)
     text = "\n\n".join(f"{name}\n{body}" for name, body in sections.items())
     markdown = "\n\n".join(f"## {name}\n\n{body}" for name, body in sections.items())
     desc: dict[str, Any] = {

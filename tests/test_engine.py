@@ -1,0 +1,184 @@
+"""The engine: hits to findings, cause links, root causes, ordering, gaps."""
+
+from __future__ import annotations
+
+import pytest
+
+from _diag_helpers import RULES, BadRoute, Boom, PlainWrite, StuckWait, make_dataset, write_trace, events
+from analyzer.causes import break_cycles, explained_by, strongly_connected
+from analyzer.config import Config, parse_config
+from analyzer.engine import RuleError, diagnose
+from rules.base import Family, Rule, Severity
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory):
+    return make_dataset(tmp_path_factory.mktemp("engine"))
+
+
+def test_root_cause_first_with_its_symptoms(ds):
+    rep = diagnose(ds, rules=RULES)
+    codes = [f.code for f in rep.findings]
+    assert codes == ["MT598", "MT498", "MT198", "MT198", "MT198", "MT198"]
+    assert [f.id for f in rep.findings] == [f"F{i}" for i in range(1, 7)]
+    root = rep.findings[0]
+    assert root.is_root and root.caused_by == ()
+    waits = [f for f in rep.findings if f.code == "MT198"]
+    assert all(w.caused_by == (root.id,) and not w.is_root for w in waits)
+    assert set(root.explains) == {w.id for w in waits}
+    assert rep.findings[1].is_root and rep.findings[1].explains == ()
+    assert [w.location.rank for w in waits] == [0, 1, 2, 3]
+    c = rep.counts()
+    assert c["root_causes"] == 2 and c["symptoms"] == 4
+    assert c["by_family"] == {"hang": 4, "invalid-expert-id": 1, "missing-drain": 1}
+    assert c["by_severity"] == {"error": 5, "warning": 1, "note": 0}
+    assert [r.code for r in rep.rules] == ["MT198", "MT498", "MT598"]
+
+
+def test_location_evidence_and_source_line(ds):
+    rep = diagnose(ds, rules=RULES)
+    w = next(f for f in rep.findings if f.code == "MT198" and f.location.rank == 2)
+    loc = w.location
+    assert (loc.rank, loc.core, loc.launch, loc.region, loc.offset, loc.site) == (2, 0, 0, "status", 3, 2)
+    assert loc.source == "kernels/combine.cc:120" and loc.file == "kernels/combine.cc" and loc.line == 120
+    (ev,) = w.evidence
+    assert (ev.role, ev.rank, ev.core, ev.kind) == ("stuck wait", 2, 0, "wait_begin")
+    assert ev.values["cmp"] == "eq" and ev.values["value"] == 1 and ev.values["region"] == "status"
+    assert ev.source == "kernels/combine.cc:120"
+    assert w.family == "hang" and w.name == "test-stuck-wait" and w.confidence == "certain"
+
+
+def test_cause_not_selected_leaves_root_with_note(ds):
+    rep = diagnose(ds, Config(ignore=("MT598",)), rules=RULES)
+    waits = [f for f in rep.findings if f.code == "MT198"]
+    assert len(waits) == 4 and all(w.is_root for w in waits)
+    assert all(w.extra["causes_not_reported"] == ["MT598 [0, 0, 1]"] for w in waits)
+    assert "MT598" not in [r.code for r in rep.rules]
+
+
+def test_severity_precedence_config_over_hit_over_default(ds):
+    class Loud(PlainWrite):
+        def check(self, trace, ctx):
+            for h in super().check(trace, ctx):
+                yield type(h)(**{**h.__dict__, "severity": Severity.ERROR})
+
+    rep = diagnose(ds, rules=[Loud])
+    assert rep.findings[0].severity == "error"  # the hit's own level beats the rule default
+    rep = diagnose(ds, parse_config({"severity": {"MT498": "note"}}), rules=[Loud])
+    assert rep.findings[0].severity == "note"  # the config beats both
+    assert rep.exit_code("error") == 0 and rep.exit_code("note") == 1 and rep.exit_code("never") == 0
+
+
+def test_options_reach_the_rule(ds):
+    rep = diagnose(ds, parse_config({"options": {"MT198": {"confidence": "inferred"}}}), rules=RULES)
+    assert {f.confidence for f in rep.findings if f.code == "MT198"} == {"inferred"}
+
+
+def test_fingerprints_stable_and_distinct(tmp_path, ds):
+    a = diagnose(ds, rules=RULES)
+    shifted = make_dataset(tmp_path, "shifted", ts_shift=1000)  # timestamps only: same defects
+    b = diagnose(shifted, Config(select=("MT198", "MT598")), rules=RULES)
+    fa = {f.fingerprint for f in a.findings if f.code != "MT498"}
+    assert fa == {f.fingerprint for f in b.findings}
+    assert len({f.fingerprint for f in a.findings}) == len(a.findings)
+
+
+def test_raw_inputs_are_ingested_on_the_fly(tmp_path, ds, monkeypatch):
+    import tempfile
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    raw = write_trace(tmp_path / "raw", events())
+    a = diagnose([raw], rules=RULES)
+    b = diagnose(ds, rules=RULES)
+    assert [f.to_json() | {"extra": None} for f in a.findings] == [f.to_json() | {"extra": None} for f in b.findings]
+    assert a.trace.inputs == (str(raw),)
+    assert list((tmp_path / "tmp").iterdir()) == []  # the temporary dataset is gone
+
+
+def test_bad_input_is_a_trace_error(tmp_path):
+    from ingest.errors import TraceError
+
+    with pytest.raises(TraceError, match="no such file"):
+        diagnose(tmp_path / "absent", rules=RULES)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "manifest.json").write_text("{not json")
+    (bad / "events.jsonl").write_text("")
+    with pytest.raises(TraceError):
+        diagnose(bad, rules=RULES)
+
+
+def test_rule_crash_propagates_with_original(ds):
+    with pytest.raises(RuleError, match="MT599") as info:
+        diagnose(ds, rules=[Boom])
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_gaps_are_reported(tmp_path):
+    ds = make_dataset(tmp_path, lost={(2, 0): 7})
+    rep = diagnose(ds, rules=RULES)
+    assert rep.trace.partial and rep.trace.lost == ((2, 0, 7),)
+    assert any("7 events lost" in g and "rank 2 core 0" in g for g in rep.trace.gap_lines())
+    complete = diagnose(make_dataset(tmp_path, "full"), rules=RULES)
+    assert not complete.trace.partial and complete.trace.gap_lines() == []
+
+
+def test_missing_rank_is_a_gap(tmp_path):
+    evs = [e for e in events() if e["rank"] != 3]
+    from ingest.run import ingest
+
+    ingest([write_trace(tmp_path / "raw", evs)], tmp_path / "ds")
+    rep = diagnose(tmp_path / "ds", rules=RULES)
+    assert rep.trace.ranks_missing == (3,)
+    assert rep.trace.gap_lines() == ["no events from rank 3 (dump missing or rank died)"]
+
+
+def _pair_rule(code: str, other: str, family=Family.HANG):
+    """A rule whose single hit (on the first wait of rank 0) names ``other``'s hit as its cause."""
+
+    class R(Rule):
+        name = f"test-{code.lower()}"
+        severity = Severity.ERROR
+        summary = "cycle"
+
+        def check(self, trace, ctx):
+            yield self.hit(f"{self.code} waits for {other}", rows=(("w", 3),), key=("k",),
+                           caused_by=((other, ("k",)),))
+
+    R.code, R.family = code, family
+    return R
+
+
+def test_deadlock_cycle_gets_one_root(ds):
+    rep = diagnose(ds, rules=[_pair_rule("MT101", "MT102"), _pair_rule("MT102", "MT101")])
+    a, b = rep.findings
+    assert a.code == "MT101" and a.is_root and a.extra["cycle"] == ["F1", "F2"]
+    assert b.caused_by == ("F1",) and a.explains == ("F2",)
+
+
+def test_chain_counts_transitively(ds):
+    class Mid(StuckWait):  # a symptom that is itself the cause of another
+        code = "MT197"
+
+        def check(self, trace, ctx):
+            for h in super().check(trace, ctx):
+                yield type(h)(**{**h.__dict__, "code": "MT197", "caused_by": (("MT198", h.key),)})
+
+    rep = diagnose(ds, rules=[BadRoute, StuckWait, Mid])
+    root = rep.findings[0]
+    assert root.code == "MT598" and len(root.explains) == 8
+    assert [f.code for f in rep.findings[1:5]] == ["MT198"] * 4  # the direct symptoms before their own
+
+
+def test_graph_helpers():
+    edges = [[1], [2], [0], [0], []]
+    comps = sorted(sorted(c) for c in strongly_connected(edges))
+    assert comps == [[0, 1, 2], [3], [4]]
+    causes = [list(e) for e in edges]
+    assert break_cycles(causes, [2, 1, 0, 3, 4]) == {2: [0, 1, 2]}
+    assert causes[2] == [] and causes[0] == [1]
+    ex = explained_by(causes)
+    assert ex[2] == {1: 1, 0: 2, 3: 3} and ex[4] == {}
+    long_chain = [[i + 1] for i in range(5000)] + [[]]  # no recursion limit
+    assert len(strongly_connected(long_chain)) == 5001
