@@ -1,0 +1,80 @@
+"""MT301: a receiver took fewer rows than the sender announced."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _passes as P
+from .base import Confidence, Family, Rule, Severity
+
+
+class RowsNotTaken(Rule):
+    """Rows dropped at the receiver: `deliver.delivered < requested`.
+
+    What it does
+        Selects the deliver events that took fewer rows than requested and
+        groups them by (receiving rank, local expert, launch): one hit per
+        group, with the rows lost summed over its source ranks. The hit's
+        `extra` carries `lost`, `requested`, `delivered`, `capacity`,
+        `src_ranks`, and `lost_total`, the rows that (rank, local expert)
+        lost over all launches.
+
+    Why it matters
+        A receive buffer that clamps instead of failing (`if (rowStart + rows
+        > maxOutputSize) rows = maxOutputSize - rowStart`) drops tokens
+        silently: the model's output degrades, or the combine waits forever
+        for rows that were never computed.
+
+    Example
+        deliver local_expert=1 src_rank=0 requested=40 delivered=32 capacity=32
+        -- 8 rows lost: size the buffer for the worst case or flow-control it.
+
+    Evidence
+        The deliver events of the group, first the one that lost most.
+    """
+
+    code = "MT301"
+    name = "rows-not-taken"
+    family = Family.CAPACITY_TRUNCATION
+    severity = Severity.ERROR
+    summary = "Receiver took fewer rows than announced (deliver.delivered < requested)"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        kind = trace["kind"]
+        req = trace["requested"].astype(np.int64)
+        got = trace["delivered"].astype(np.int64)
+        rows = np.flatnonzero((kind == int(P.Kind.DELIVER)) & (got < req) & (got != P.NULL32))
+        if not len(rows):
+            return
+        rank = trace["rank"].astype(np.int64)[rows]
+        le = trace["local_expert"].astype(np.int64)[rows]
+        launch = trace["launch"].astype(np.int64)[rows]
+        lost = (req - got)[rows]
+        _, g = np.unique(np.stack((rank, le, launch)), axis=1, return_inverse=True)
+        g = g.reshape(-1)
+        _, g_re = np.unique(np.stack((rank, le)), axis=1, return_inverse=True)
+        totals = np.bincount(g_re.reshape(-1), weights=lost).astype(np.int64)
+        cap = trace["capacity"].astype(np.int64)
+        # Groups in row order of their first member; rows in a group by loss, largest first.
+        order = np.lexsort((rows, -lost, g))
+        parts = np.split(order, np.flatnonzero(np.diff(g[order])) + 1)
+        for gid in g[np.sort(np.unique(g, return_index=True)[1])]:
+            members = parts[int(gid)]
+            rr = rows[members]
+            first = int(rr[0])
+            d = trace.describe(first)
+            total = int(lost[members].sum())
+            srcs = sorted({int(x) for x in trace["src_rank"][rr]})
+            caps = {int(x) for x in cap[rr] if x != P.NULL32}
+            extra = {"rank": d["rank"], "local_expert": d["local_expert"], "launch": d["launch"], "lost": total,
+                     "requested": int(req[rr].sum()), "delivered": int(got[rr].sum()),
+                     "capacity": min(caps) if caps else None, "src_ranks": srcs,
+                     "lost_total": int(totals[g_re.reshape(-1)[members[0]]])}
+            msg = (f"rank {d['rank']} launch {d['launch']} local expert {d['local_expert']}: {total} rows not "
+                   f"taken ({extra['delivered']} of {extra['requested']} requested from source ranks "
+                   f"{', '.join(map(str, srcs))}, capacity {extra['capacity']}); {extra['lost_total']} rows lost "
+                   f"by this expert over the trace")
+            yield self.hit(msg, rows=tuple(("truncated deliver", int(r)) for r in rr),
+                           key=(d["rank"], d["core"], d["seq"]), confidence=Confidence.CERTAIN, extra=extra)

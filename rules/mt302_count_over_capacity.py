@@ -1,0 +1,54 @@
+"""MT302: a sender announced more rows than the receiver's capacity."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _passes as P
+from .base import Confidence, Family, Rule, Severity
+
+
+class CountOverCapacity(Rule):
+    """A count announced above the receive capacity: `count.value > capacity`.
+
+    What it does
+        Flags every count event whose announced rows exceed the capacity it
+        carries (count events without a capacity are not checked), one hit
+        per event, with the excess in `extra`.
+
+    Why it matters
+        The receiver has room for `capacity` rows of that (local expert,
+        source rank) segment. Either it clamps (rows are lost, see MT301) or
+        it writes past the segment into its neighbour's rows, corrupting
+        another expert's input. The host-side assert DeepEP has for this
+        (`x.size(0) <= num_max_dispatch_tokens_per_rank`) exists only there.
+
+    Example
+        count peer=1 local_expert=0 value=40 capacity=32
+        -- raise the capacity, or cap the routed tokens per rank.
+
+    Evidence
+        The count event.
+    """
+
+    code = "MT302"
+    name = "count-over-capacity"
+    family = Family.CAPACITY_TRUNCATION
+    severity = Severity.ERROR
+    summary = "Announced count above the receive capacity (count.value > capacity)"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        val = trace["value"].astype(np.int64)
+        cap = trace["capacity"].astype(np.int64)
+        over = (trace["kind"] == int(P.Kind.COUNT)) & (cap != P.NULL32) & (val != P.NULL64) & (val > cap)
+        for r in np.flatnonzero(over):
+            d = trace.describe(int(r))
+            excess = d["value"] - d["capacity"]
+            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: announced {d['value']} rows to rank "
+                   f"{d['peer']} for local expert {d['local_expert']}, capacity {d['capacity']} "
+                   f"({excess} rows over)")
+            yield self.hit(msg, rows=(("count", int(r)),), key=(d["rank"], d["core"], d["seq"]),
+                           confidence=Confidence.CERTAIN, extra={"excess": excess, "peer": d["peer"],
+                                                                 "local_expert": d["local_expert"]})
