@@ -1,0 +1,104 @@
+"""Stuck barriers: which participants never reached the barrier instance.
+
+A barrier instance is the k-th barrier of one scope within one launch on
+every participant (the epoch-counter barriers of SHMEM and DeepEP's
+barrier_block both work this way).  Participants: for scope core, the cores
+of the same rank; for all / team, every rank of the manifest times the cores
+that ever ran a barrier of that scope, so a rank that died before its first
+barrier still shows up as missing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import Scope
+
+from ._waitfor_producers import Verdict
+from ._waitfor_scan import IN_BARRIER, IN_WAIT, STOPPED, barrier_instances
+
+
+def _table(b):
+    if not hasattr(b, "_bar"):
+        t = b.trace
+        rows, inst, is_begin = barrier_instances(t["kind"], t["scope"], t["launch"], t.segments)
+        b._bar = (rows, inst, is_begin)
+        b._bar_counts = {}
+    return b._bar
+
+
+def stuck_rows(b) -> list[int]:
+    rows = b.seg_open[b.seg_state == IN_BARRIER]
+    return [int(r) for r in rows]
+
+
+def node(b, i: int, row: int, Node):
+    t = b.trace
+    rows, inst, _ = _table(b)
+    j = int(np.searchsorted(rows, row))
+    n = Node(i, "MT102", row, -1, int(t["rank"][row]), int(t["core"][row]), int(t["seq"][row]),
+             int(t["launch"][row]))
+    site = int(t["site"][row])
+    n.site = None if site == t.null("site") else site
+    n.scope = int(t["scope"][row])
+    n.instance = int(inst[j])
+    return n
+
+
+def _counts(b, launch: int, scope: int) -> np.ndarray:
+    """Barrier begins of (launch, scope) reached per segment."""
+    rows, inst, is_begin = _table(b)
+    k = (launch, scope)
+    if k not in b._bar_counts:
+        t = b.trace
+        sel = (is_begin == 1) & (t["launch"][rows] == launch) & (t["scope"][rows] == scope)
+        seg_of = np.searchsorted(t.segments, rows[sel], side="right") - 1
+        counts = np.zeros(len(t.segments) - 1, np.int64)
+        np.maximum.at(counts, seg_of, inst[sel].astype(np.int64))
+        b._bar_counts[k] = counts
+    return b._bar_counts[k]
+
+
+def participants(b, n) -> list[tuple[int, int]]:
+    if n.scope == Scope.CORE:
+        return [(n.rank, int(c)) for c in b.seg_core[b.seg_rank == n.rank]]
+    rows, _, _ = _table(b)
+    t = b.trace
+    cores = np.unique(t["core"][rows[t["scope"][rows] == n.scope]]).tolist()
+    return [(r, int(c)) for r in range(b.P) for c in cores]
+
+
+def explain(b, n) -> None:
+    counts = _counts(b, n.launch, n.scope)
+    seg_at = {(int(r), int(c)): s for s, (r, c) in enumerate(zip(b.seg_rank, b.seg_core))}
+    seen_missing: set[int] = set()
+    for r, c in participants(b, n):
+        if r in b.missing:
+            if r not in seen_missing:
+                seen_missing.add(r)
+                n.verdicts.append(Verdict(r, "barrier", "missing", f"rank {r}: its dump is missing",
+                                          causes=(("MT103", b.stop_key(r)),), gap=f"no events from rank {r}"))
+            continue
+        s = seg_at.get((r, c))
+        who = f"rank {r} core {c}"
+        if s is None:
+            n.verdicts.append(Verdict(r, "barrier", "unknown", f"{who} has no events at all",
+                                      gap=f"no events from {who}"))
+            continue
+        if counts[s] >= n.instance:
+            continue
+        last = int(b.seg_last_launch[s])
+        state = int(b.seg_state[s])
+        gap = b.gap_of_core(r, c)
+        if last == n.launch and state in (IN_WAIT, IN_BARRIER):
+            e = b.node_at_row.get(int(b.seg_open[s]))
+            n.verdicts.append(Verdict(r, "barrier", "stuck", f"{who} never reached it: it is itself stuck "
+                                      f"({b.node_text(e)})", edges=(e,) if e is not None else (), gap=gap))
+        elif last == n.launch and state == STOPPED or last < n.launch:
+            n.verdicts.append(Verdict(r, "barrier", "stopped" if last == n.launch else "not-started",
+                                      f"{who} never reached it: its trace ends "
+                                      + ("mid-kernel" if last == n.launch else f"after launch {last}"),
+                                      causes=(("MT103", b.stop_key(r)),), gap=gap))
+        else:
+            n.verdicts.append(Verdict(r, "barrier", "skipped", f"{who} finished launch {n.launch} without "
+                                      f"entering barrier #{n.instance}: a code path skips it", gap=gap))

@@ -1,0 +1,217 @@
+"""The shared state of one wait-for analysis: core end states, tables, queries.
+
+``Builder`` runs the per-event passes once (``_waitfor_scan``), builds the
+lookup tables (``_waitfor_tables``) and answers the questions the producer
+classification asks: which cores of a rank matter, who wrote a slot before,
+which routes or delivers a producer dropped, where it wrote instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import Kind, Op
+
+from ._waitfor_scan import STOPPED, scan_cores
+from ._waitfor_tables import Tables
+
+
+class Builder:
+    def __init__(self, trace):
+        self.trace = t = trace
+        m = t.manifest
+        t.load(["rank", "core", "seq", "launch", "kind", "outcome", "region", "offset"])
+        seg = t.segments
+        state, open_row, last_row, begin, end = scan_cores(t["kind"], t["outcome"], seg)
+        self.seg_state, self.seg_open, self.seg_last_row = state, open_row, last_row
+        starts = seg[:-1]
+        self.seg_rank = t["rank"][starts].astype(np.int64)
+        self.seg_core = t["core"][starts].astype(np.int64)
+        self.seg_last_launch = t["launch"][np.maximum(last_row, 0)].astype(np.int64)
+        self.stuck_begin, self.stuck_end = begin, end
+        rows = np.where(begin >= 0, begin, end)
+        self.tables = Tables(t, {int(r) for r in np.unique(t["region"][rows]) if r >= 0})
+        self.P = m.ranks
+        self.K = int(m.param("topk", 0) or 0)
+        self.B = int(m.param("tokens", 0) or 0)
+        self.El = int(m.param("local_experts", 0) or 0)
+        self.NE = m.num_experts
+        s = m.param("expert_sentinel")
+        self.sentinel = None if s is None else int(s)
+        self.expert = t["expert"]
+        self.dst_rank = t["dst_rank"]
+        self.missing = set(t.ranks_missing)
+        self.lost = t.lost_by_core
+        self.node_at_row: dict[int, int] = {}
+        self.nodes: list = []
+        self.wrong: dict = {}
+        self._stops: dict = {}
+        self._mis: dict = {}
+
+    def attach(self, nodes) -> None:
+        self.nodes = nodes
+        self.node_at_row = {n.row: n.id for n in nodes}
+        self._timeouts: dict = {}
+        for n in nodes:
+            if n.end_row >= 0:
+                self._timeouts.setdefault((n.rank, n.launch), []).append(n.id)
+
+    # ---- small queries ---------------------------------------------------
+    def expert_valid(self, e):
+        if self.NE is None:
+            return np.ones(np.shape(e), bool) if np.ndim(e) else True
+        return (e >= 0) & (e < self.NE)
+
+    def key_of_row(self, row: int) -> tuple[int, int, int]:
+        t = self.trace
+        return (int(t["rank"][row]), int(t["core"][row]), int(t["seq"][row]))
+
+    def gap_of_core(self, rank: int, core: int) -> str | None:
+        k = self.lost.get((rank, core))
+        return f"rank {rank} core {core} lost {k} events to ring wrap" if k else None
+
+    def gap_of_rank(self, rank: int) -> str | None:
+        if rank in self.missing:
+            return f"no events from rank {rank}"
+        lost = {c: k for (r, c), k in self.lost.items() if r == rank}
+        if not lost:
+            return None
+        return f"rank {rank} lost " + ", ".join(f"{k} events on core {c}" for c, k in sorted(lost.items())) \
+            + " to ring wrap"
+
+    def timeouts_of(self, rank: int, launch: int) -> list[int]:
+        return list(self._timeouts.get((rank, launch), ()))
+
+    def node_text(self, i: int) -> str:
+        n = self.nodes[i]
+        if n.code == "MT102":
+            return f"core {n.core} in barrier #{n.instance} of launch {n.launch}"
+        name = self.trace.manifest.regions[n.region].name
+        what = "timed out on" if n.end_row >= 0 else "waits on"
+        return f"core {n.core} {what} {name}[{n.slot}] of rank {n.rank}"
+
+    def write_text(self, i: int) -> str:
+        tb = self.tables
+        name = self.trace.manifest.regions[int(tb.w_region[i])].name
+        return f"{name}[{int(tb.w_slot[i])}] of rank {int(tb.w_owner[i])}"
+
+    # ---- producers -------------------------------------------------------
+    def history_writers(self, w) -> list[tuple[int, int]]:
+        """Ranks that wrote this slot in earlier launches (not its resets), with their last launch."""
+        tb = self.tables
+        idx = tb.history(w.skey, w.launch)
+        reset = self.trace.manifest.regions[w.region].reset
+        if reset is not None:
+            idx = idx[tb.w_value[idx] != reset]
+        out: dict[int, int] = {}
+        for i in idx:
+            out[int(tb.w_rank[i])] = int(tb.w_launch[i])
+        return sorted(out.items())
+
+    def cores_for(self, p: int, w) -> np.ndarray:
+        """Segments of rank p that can release w: its earlier writers of the slot if known."""
+        segs = np.flatnonzero(self.seg_rank == p)
+        tb = self.tables
+        idx = tb.history(w.skey, w.launch)
+        cores = set(tb.w_core[idx[tb.w_rank[idx] == p]].tolist())
+        pick = segs[np.isin(self.seg_core[segs], list(cores))] if cores else segs
+        return pick if len(pick) else segs
+
+    def current_value(self, n) -> tuple[int | None, str]:
+        """The slot's value at the end of the trace, folding its writes up to the wait's launch."""
+        tb = self.tables
+        idx = tb.history(n.skey, n.launch + 1)
+        reset = self.trace.manifest.regions[n.region].reset
+        vnull = self.trace.null("value")
+        cur = reset
+        for i in idx:
+            v = int(tb.w_value[i])
+            if v == vnull:
+                cur = None
+            elif tb.w_op[i] == Op.ADD:
+                cur = None if cur is None else cur + v
+            else:
+                cur = v
+        in_launch = (tb.w_launch[idx] == n.launch).any() if len(idx) else False
+        if cur is None:
+            return None, "current value unknown"
+        note = "" if in_launch else f", never written in launch {n.launch}"
+        return cur, f"current value {cur}{note}"
+
+    def misdirected(self, w, p: int) -> list[int]:
+        """Write-table indices of p's writes into w's region, in w's launch, that went astray.
+
+        Astray: the region's index names another producer for that slot (wrong
+        slot), or it is w's slot on another rank where nobody waits (wrong peer).
+        """
+        from ._waitfor_producers import producer_of
+
+        k = (p, w.region, w.launch)
+        if k not in self._mis:
+            tb = self.tables
+            idx = tb.writes_by(p, w.region, w.launch)
+            prod = producer_of(self, w.region, tb.w_owner[idx], tb.w_slot[idx], w.launch) if len(idx) else idx
+            wrong_slot = (prod >= 0) & (prod != p)
+            self._mis[k] = (idx, wrong_slot)
+        idx, wrong_slot = self._mis[k]
+        tb = self.tables
+        same_slot = (tb.w_slot[idx] == w.slot) & (tb.w_owner[idx] != w.rank)
+        peer = [i for i in idx[same_slot & ~wrong_slot].tolist()
+                if not self.tables.waited(int(tb.w_skey[i]), w.launch)]
+        out = sorted(set(idx[wrong_slot].tolist()) | set(peer))
+        for i in out:
+            key = self.key_of_row(int(tb.w_row[i]))
+            entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
+            entry["waits"].append(w.id)
+        return out
+
+    def dropped_routes(self, w, p: int) -> list[tuple]:
+        """(code, key, text, row) of the dropped routes and clamped rows that explain p's silence."""
+        t = self.trace
+        out = []
+        index = t.manifest.regions[w.region].index
+        d = np.flatnonzero(t["kind"] == Kind.DELIVER) if not hasattr(self, "_deliv") else self._deliv
+        self._deliv = d
+        clamp = d[t["delivered"][d] < t["requested"][d]]
+        rk, src, lw = t["rank"][clamp], t["src_rank"][clamp], t["launch"][clamp]
+        pair = ((rk == p) & (src == w.rank)) | ((rk == w.rank) & (src == p))
+        for r in clamp[pair & (lw == w.launch)].tolist():
+            out.append(("MT301", self.key_of_row(r),
+                        f"rank {int(t['rank'][r])} took {int(t['delivered'][r])} of {int(t['requested'][r])} "
+                        f"rows from rank {int(t['src_rank'][r])} for local expert {int(t['local_expert'][r])}", r))
+        if index != "token_topk" and self.NE is not None:
+            rr = self.tables.r_rows
+            mine = rr[(t["rank"][rr] == p) & (t["launch"][rr] == w.launch)]
+            e = self.expert[mine].astype(np.int64)
+            bad = mine[~self.expert_valid(e) & ((self.sentinel is None) | (e != (self.sentinel or 0)))]
+            dst = self.dst_rank[bad].astype(np.int64)
+            toward = bad[dst == w.rank]
+            for r in (toward if len(toward) else bad).tolist()[:8]:
+                out.append(("MT501", self.key_of_row(r),
+                            f"its route token {int(t['token'][r])} topk {int(t['topk'][r])} has expert "
+                            f"{int(self.expert[r])}, outside [0, {self.NE})", r))
+        return out
+
+    # ---- ranks that stopped ----------------------------------------------
+    def stop_key(self, p: int) -> tuple[int, int, int]:
+        """The MT103 key of rank p: last event of its lowest stopped core (else its lowest core);
+        (p,) for a rank with no events, which has no event to name."""
+        if p in self._stops:
+            return self._stops[p][0]
+        if p in self.missing:
+            entry = ((p,), "missing", (), f"no events from rank {p}")
+        else:
+            segs = np.flatnonzero(self.seg_rank == p)
+            stopped = segs[self.seg_state[segs] == STOPPED]
+            kind = "stopped" if len(stopped) else "not-started"
+            pick = stopped if len(stopped) else segs
+            rows = tuple(int(self.seg_last_row[s]) for s in pick)
+            entry = (self.key_of_row(rows[0]), kind, rows, self.gap_of_rank(p))
+        self._stops[p] = entry
+        return entry[0]
+
+    def stops(self) -> dict:
+        """Every rank that stopped mid-kernel, plus the missing / early-ending ranks a wait names."""
+        for p in np.unique(self.seg_rank[self.seg_state == STOPPED]).tolist():
+            self.stop_key(int(p))
+        return dict(sorted(self._stops.items()))

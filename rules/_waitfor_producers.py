@@ -1,0 +1,177 @@
+"""Who should have released a stuck wait, and what they did instead.
+
+The region's ``index`` (``ingest.manifest.SLOT_INDEX``) maps a slot to its
+producer without knowing the kernel; the routes of the launch resolve
+token_topk slots; earlier launches' writers stand in where a region has no
+index.  Each producer then gets one ``Verdict``: what the trace says it did.
+A verdict either points outside the wait-for graph (``causes``: hits of
+other rules, cited as (code, (rank, core, seq))) or at other stuck nodes
+(``edges``), or at nothing (the wait itself is then the root cause).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ingest.contract import Cmp, Op
+
+from ._waitfor_scan import IN_BARRIER, IN_WAIT, STOPPED
+
+
+@dataclass(frozen=True)
+class Verdict:
+    rank: int | None  # the expected producer; None where no rank can write the slot
+    via: str  # how we know it should: index | route | history
+    status: str
+    text: str
+    causes: tuple = ()
+    edges: tuple = ()  # ids of the stuck nodes this producer is itself stuck in
+    rows: tuple = ()
+    gap: str | None = None  # the missing part of the trace that weakens this verdict
+    blocker: bool = True  # False: this producer did its part
+
+    def to_json(self) -> dict:
+        return {"rank": self.rank, "via": self.via, "status": self.status, "text": self.text,
+                "causes": [list(c[:1]) + [list(c[1])] for c in self.causes], "gap": self.gap}
+
+
+_CMP = {Cmp.EQ: np.equal, Cmp.NE: np.not_equal, Cmp.GT: np.greater,
+        Cmp.GE: np.greater_equal, Cmp.LT: np.less, Cmp.LE: np.less_equal}
+
+
+def satisfies(cmp: int, value: int, target: int) -> bool:
+    return bool(_CMP[Cmp(cmp)](value, target))
+
+
+def producer_of(b, region: int, owner, slot, launch: int) -> np.ndarray:
+    """The index's producer of each (owner, slot) of a region: -1 unknown, -2 none can."""
+    owner = np.asarray(owner, np.int64)
+    slot = np.asarray(slot, np.int64)
+    out = np.full(slot.shape, -1, np.int64)
+    index = b.trace.manifest.regions[region].index
+    P, K, B, El = b.P, b.K, b.B, b.El
+    if index == "rank":
+        out = np.where(slot < P, slot, -1)
+    elif index == "segment":
+        out = slot % P
+    elif index == "dispatch" and B and K and El:
+        out = (slot // (B * K)) // El
+    elif index == "token_topk" and K and El:
+        rows = b.tables.route_rows(owner, launch, slot // K, slot % K)
+        has = rows >= 0
+        e = b.expert[np.where(has, rows, 0)].astype(np.int64)
+        dst = b.dst_rank[np.where(has, rows, 0)].astype(np.int64)
+        valid = b.expert_valid(e)
+        own = np.where((dst >= 0) & (dst < P), dst, e // El)
+        out = np.where(has, np.where(valid, own, -2), -1)
+    return out
+
+
+def expected(b, w) -> tuple[list[tuple[int, str, str]], list[Verdict]]:
+    """(rank, via, why) of each expected producer, plus verdicts that need no producer."""
+    region = b.trace.manifest.regions[w.region]
+    hist = b.history_writers(w)
+    if region.index == "token_topk" and b.K and b.El:
+        token, topk = divmod(w.slot, b.K)
+        r = b.tables.route(w.rank, w.launch, token, topk)
+        if r < 0:
+            if hist:
+                return [(p, "history", f"wrote it in launch {lw}") for p, lw in hist], []
+            gap = b.gap_of_core(w.rank, w.core)
+            return [], [Verdict(None, "route", "unknown",
+                                f"no route event for token {token} topk {topk} on rank {w.rank} "
+                                f"in launch {w.launch}, so its producer is unknown", gap=gap)]
+        e = int(b.expert[r])
+        key = b.key_of_row(r)
+        if not b.expert_valid(np.int64(e)):
+            if b.sentinel is not None and e == b.sentinel:
+                return [], [Verdict(None, "route", "sentinel-route",
+                                    f"route token {token} topk {topk} carries the sentinel expert {e}: "
+                                    f"no rank sends it, yet the wait is not guarded", rows=(("route", r),))]
+            return [], [Verdict(None, "route", "invalid-route",
+                                f"route token {token} topk {topk} on rank {w.rank} has expert {e}, "
+                                f"outside [0, {b.NE}): no rank owns it, so nobody will ever write this slot",
+                                causes=(("MT501", key),), rows=(("dropped route", r),))]
+        p = int(producer_of(b, w.region, w.rank, w.slot, w.launch))
+        return [(p, "route", f"owns expert {e} of route token {token} topk {topk}")], []
+    if region.index is not None and b.P:
+        p = int(producer_of(b, w.region, w.rank, w.slot, w.launch))
+        if p >= 0:
+            return [(p, "index", f"writes {region.name}[{w.slot}] by its {region.index} index")], []
+    return [(p, "history", f"wrote it in launch {lw}") for p, lw in hist], []
+
+
+def classify(b, w, p: int, via: str, why: str) -> Verdict:
+    """What producer ``p`` did in the wait's launch instead of releasing it."""
+    t = b.trace
+    name = t.manifest.regions[w.region].name
+    who = f"rank {p} ({why})"
+    if p in b.missing:
+        return Verdict(p, via, "missing", f"{who}: its dump is missing",
+                       causes=(("MT103", b.stop_key(p)),), gap=f"no events from rank {p}")
+    gap = b.gap_of_rank(p)
+    tb = b.tables
+    ws = tb.writes_to(w.skey, w.launch)
+    ws = ws[tb.w_rank[ws] == p]
+    if len(ws):
+        rows = tuple(("producer write", int(tb.w_row[i])) for i in ws[-4:])
+        if (tb.w_op[ws] == Op.ADD).any():
+            return Verdict(p, via, "contributed", f"{who} added its share", rows=rows, blocker=False)
+        v = int(tb.w_value[ws[-1]])
+        if v == t.null("value") or satisfies(w.cmp, v, w.target):
+            shown = "a value" if v == t.null("value") else f"{v}"
+            return Verdict(p, via, "wrote-unseen",
+                           f"{who} wrote {shown} into {name}[{w.slot}], which should release it, yet the "
+                           f"wait never saw it (not delivered: no completing quiet?)", rows=rows, gap=gap)
+        region = t.manifest.regions[w.region]
+        if region.monotonic and w.cmp == Cmp.EQ and v > w.target:
+            return Verdict(p, via, "generation-ahead",
+                           f"{who} is already at generation {v}, past the target {w.target}: the wait "
+                           f"compares with == where >= was needed", causes=(("MT204", w.key),), rows=rows)
+        return Verdict(p, via, "wrote-other-value",
+                       f"{who} wrote {v}, which does not satisfy {Cmp(w.cmp).wire} {w.target} "
+                       f"(stale or wrong value)", rows=rows, gap=gap)
+    mis = b.misdirected(w, p)
+    if mis:
+        where = ", ".join(b.write_text(i) for i in mis[:3])
+        return Verdict(p, via, "wrote-elsewhere", f"{who} never wrote {name}[{w.slot}] of rank {w.rank}; "
+                       f"it wrote {where} instead", causes=tuple(("MT105", b.key_of_row(int(tb.w_row[i])))
+                                                                 for i in mis),
+                       rows=tuple(("misdirected write", int(tb.w_row[i])) for i in mis[:4]))
+    return _state(b, w, p, via, who, gap)
+
+
+def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
+    segs = b.cores_for(p, w)
+    last = b.seg_last_launch[segs]
+    now = segs[last == w.launch]
+    edges = [b.node_at_row[int(b.seg_open[s])] for s in now
+             if b.seg_state[s] in (IN_WAIT, IN_BARRIER) and int(b.seg_open[s]) in b.node_at_row]
+    stopped = [int(s) for s in now if b.seg_state[s] == STOPPED]
+    timeouts = [n for n in b.timeouts_of(p, w.launch) if n not in edges]
+    causes = (("MT103", b.stop_key(p)),) if stopped else ()
+    if edges or stopped:
+        texts = [b.node_text(n) for n in edges[:2]]
+        if stopped:
+            texts.append(f"its trace ends mid-kernel on core {int(b.seg_core[stopped[0]])}")
+        status = "stuck" if edges else "stopped"
+        return Verdict(p, via, status, f"{who} is {'itself stuck: ' if edges else 'dead: '}" + "; ".join(texts),
+                       causes=causes, edges=tuple(edges + timeouts), gap=gap)
+    if len(segs) == 0 or (last < w.launch).all():
+        seen = int(last.max()) if len(segs) else -1
+        return Verdict(p, via, "not-started", f"{who}: its trace ends after launch {seen}, before "
+                       f"launch {w.launch} (rank stopped or its dump is cut)",
+                       causes=(("MT103", b.stop_key(p)),), gap=gap)
+    if timeouts:
+        return Verdict(p, via, "stuck", f"{who} finished launch {w.launch} without writing it after "
+                       f"timing out: {b.node_text(timeouts[0])}", edges=tuple(timeouts), gap=gap)
+    dropped = b.dropped_routes(w, p)
+    if dropped:
+        return Verdict(p, via, "dropped-route", f"{who} finished launch {w.launch} without writing it: "
+                       + "; ".join(d[2] for d in dropped[:3]),
+                       causes=tuple((d[0], d[1]) for d in dropped), rows=tuple(("dropped", d[3]) for d in dropped[:4]),
+                       gap=gap)
+    return Verdict(p, via, "finished-without-writing",
+                   f"{who} finished launch {w.launch} without ever writing it", gap=gap)

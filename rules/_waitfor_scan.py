@@ -1,0 +1,161 @@
+"""Per-event passes of the wait-for analysis (numba kernels, see ``rules._waitfor``).
+
+Each kernel walks the (rank, core) segments in dataset order, so nothing is
+sorted: a core's program order is its row order.  They return compact arrays;
+everything per stuck wait happens in Python over those few rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import Kind, Outcome
+
+from ._jit import kernel
+
+# numba freezes module globals at compile time: plain ints, never changed.
+_KERNEL_BEGIN = int(Kind.KERNEL_BEGIN)
+_KERNEL_END = int(Kind.KERNEL_END)
+_WAIT_BEGIN = int(Kind.WAIT_BEGIN)
+_WAIT_END = int(Kind.WAIT_END)
+_BARRIER_BEGIN = int(Kind.BARRIER_BEGIN)
+_BARRIER_END = int(Kind.BARRIER_END)
+_TIMEOUT = int(Outcome.TIMEOUT)
+
+# End states of a core (``scan_cores``'s ``state``).
+FINISHED = 0  # its last kernel ended (or it never ran one)
+IN_WAIT = 1  # the trace ends inside a wait
+IN_BARRIER = 2  # the trace ends inside a barrier
+STOPPED = 3  # the trace ends mid-kernel, outside any wait: died or dump cut
+
+
+@kernel
+def scan_cores(kind, outcome, seg):
+    """End state of every core, and every stuck wait as (begin row, end row).
+
+    A wait is stuck when its wait_begin has no wait_end after it on its core
+    (end row -1), or when its wait_end says timeout.  A timeout whose begin
+    was lost to ring wrap has begin row -1.  A core whose first event is not
+    kernel_begin counts as inside a kernel: its begin was lost, not skipped.
+    """
+    nseg = len(seg) - 1
+    state = np.zeros(nseg, np.int8)
+    open_row = np.full(nseg, -1, np.int64)
+    last_row = np.full(nseg, -1, np.int64)
+    count = 0
+    for s in range(nseg):
+        pending = -1
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k == _WAIT_BEGIN:
+                pending = i
+            elif k == _WAIT_END:
+                if outcome[i] == _TIMEOUT:
+                    count += 1
+                pending = -1
+        if pending >= 0:
+            count += 1
+    begin = np.full(count, -1, np.int64)
+    end = np.full(count, -1, np.int64)
+    j = 0
+    for s in range(nseg):
+        pending = -1
+        barrier = -1
+        in_kernel = True
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k == _KERNEL_BEGIN:
+                in_kernel = True
+            elif k == _KERNEL_END:
+                in_kernel = False
+                pending = -1
+                barrier = -1
+            elif k == _WAIT_BEGIN:
+                pending = i
+            elif k == _WAIT_END:
+                if outcome[i] == _TIMEOUT:
+                    begin[j] = pending
+                    end[j] = i
+                    j += 1
+                pending = -1
+            elif k == _BARRIER_BEGIN:
+                barrier = i
+            elif k == _BARRIER_END:
+                barrier = -1
+        if seg[s + 1] > seg[s]:
+            last_row[s] = seg[s + 1] - 1
+        if pending >= 0:
+            begin[j] = pending
+            j += 1
+            state[s] = IN_WAIT
+            open_row[s] = pending
+        elif barrier >= 0:
+            state[s] = IN_BARRIER
+            open_row[s] = barrier
+        elif in_kernel and seg[s + 1] > seg[s]:
+            state[s] = STOPPED
+            open_row[s] = seg[s + 1] - 1
+    return state, open_row, last_row, begin[:j], end[:j]
+
+
+@kernel
+def barrier_instances(kind, scope, launch, seg):
+    """For every barrier_begin / barrier_end row: its instance number.
+
+    The k-th barrier (1-based) of a scope within one launch on one core; the
+    k-th instances of all participants are one barrier.  Returns rows, the
+    instance, and 1 for a begin / 0 for an end.
+    """
+    n = 0
+    for i in range(len(kind)):
+        if kind[i] == _BARRIER_BEGIN or kind[i] == _BARRIER_END:
+            n += 1
+    rows = np.empty(n, np.int64)
+    inst = np.empty(n, np.int32)
+    is_begin = np.empty(n, np.int8)
+    j = 0
+    counts_b = np.zeros(8, np.int32)
+    counts_e = np.zeros(8, np.int32)
+    for s in range(len(seg) - 1):
+        cur = -1
+        first = True
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k != _BARRIER_BEGIN and k != _BARRIER_END:
+                continue
+            if first or launch[i] != cur:
+                counts_b[:] = 0
+                counts_e[:] = 0
+                cur = launch[i]
+                first = False
+            sc = scope[i] if 0 <= scope[i] < 8 else 7
+            rows[j] = i
+            if k == _BARRIER_BEGIN:
+                counts_b[sc] += 1
+                inst[j] = counts_b[sc]
+                is_begin[j] = 1
+            else:
+                counts_e[sc] += 1
+                inst[j] = counts_e[sc]
+                is_begin[j] = 0
+            j += 1
+    return rows, inst, is_begin
+
+
+@kernel
+def expand_slots(first, last):
+    """One (item, slot) pair per slot a write covers: writes spanning several
+    32 B slots (a bulk put into a flag region) must count for each."""
+    total = 0
+    for i in range(len(first)):
+        if last[i] >= first[i]:
+            total += last[i] - first[i] + 1
+    item = np.empty(total, np.int64)
+    slot = np.empty(total, np.int64)
+    j = 0
+    for i in range(len(first)):
+        for s in range(first[i], last[i] + 1):
+            item[j] = i
+            slot[j] = s
+            j += 1
+    return item, slot
