@@ -78,7 +78,10 @@ def _jsonable(v):
     if isinstance(v, float):
         return v if math.isfinite(v) else None
     if isinstance(v, decimal.Decimal):
-        return int(v) if v == v.to_integral_value() else str(v)
+        if v == v.to_integral_value():
+            return int(v)
+        f = float(v)  # a JSON number where that is exact, else the digits as text
+        return f if decimal.Decimal(repr(f)) == v else str(v)
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
     if isinstance(v, dict):
