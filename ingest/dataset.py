@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -125,6 +126,27 @@ class DatasetWriter:
         self._by_rank: dict[int, list[pa.Table]] = {}
         self._lost: dict[tuple[int, int], int] = {}
         self.report = IngestReport()
+        # Ranks are encoded to parquet in worker threads (pyarrow and numpy
+        # release the GIL): speculatively as soon as a source adds a rank, so
+        # the next source decodes while this one compresses. A rank that gets
+        # more rows later is encoded again at commit; results are used in rank
+        # order, so errors are the same as a sequential write.
+        self._pool: ThreadPoolExecutor | None = None
+        self._spec: dict[int, tuple[int, Future]] = {}
+
+    def _submit(self, rank: int) -> Future:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
+                                            thread_name_prefix="moetrace-write")
+        parts = list(self._by_rank[rank])
+        fut = self._pool.submit(self._encode_rank, rank, parts)
+        self._spec[rank] = (len(parts), fut)
+        return fut
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def add(self, table: pa.Table, source: SourceReport,
             lost: dict[tuple[int, int], int] | None = None,
@@ -144,16 +166,30 @@ class DatasetWriter:
         if n == 0:
             return
         ranks = table.column("rank").to_numpy()
+        touched = []
         if ranks.min() == ranks.max():
-            self._by_rank.setdefault(int(ranks[0]), []).append(table)
-            return
-        order = np.argsort(ranks, kind="stable")
-        sorted_ranks = ranks[order]
-        bounds = np.flatnonzero(np.diff(sorted_ranks)) + 1
-        starts = np.concatenate(([0], bounds))
-        ends = np.concatenate((bounds, [n]))
-        for s, e in zip(starts, ends):
-            self._by_rank.setdefault(int(sorted_ranks[s]), []).append(table.take(order[s:e]))
+            touched.append(int(ranks[0]))
+            self._by_rank.setdefault(touched[0], []).append(table)
+        else:
+            # Rank-sorted input (ring dumps, most JSON lines) splits into zero-copy slices.
+            in_order = bool((np.diff(ranks) >= 0).all())
+            order = None if in_order else np.argsort(ranks, kind="stable")
+            sorted_ranks = ranks if in_order else ranks[order]
+            bounds = np.flatnonzero(np.diff(sorted_ranks)) + 1
+            starts = np.concatenate(([0], bounds))
+            ends = np.concatenate((bounds, [n]))
+            for s, e in zip(starts, ends):
+                r = int(sorted_ranks[s])
+                part = table.slice(s, e - s) if in_order else table.take(order[s:e])
+                self._by_rank.setdefault(r, []).append(part)
+                touched.append(r)
+        for r in touched:
+            spec = self._spec.pop(r, None)
+            if spec is None:
+                self._submit(r)
+            else:
+                spec[1].cancel()  # more rows for a rank already encoding: redo it at commit
+                self._spec[r] = (-1, spec[1])
 
     def commit(self, progress=None) -> IngestReport:
         parent = self.out.parent
@@ -179,25 +215,31 @@ class DatasetWriter:
     def _write_all(self, stage: Path, progress) -> None:
         cores: dict[tuple[int, int], CoreReport] = {}
         ranks = sorted(self._by_rank)
+        futures = {}
         for rank in ranks:
-            parts = self._by_rank.pop(rank)
-            table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-            del parts
-            table = self._order_and_check(table)
-            core = table.column("core").to_numpy()
-            seq = table.column("seq").to_numpy()
-            bounds = np.flatnonzero(np.diff(core)) + 1
-            starts = np.concatenate(([0], bounds))
-            ends = np.concatenate((bounds, [len(core)]))
-            for s, e in zip(starts, ends):
-                c = int(core[s])
-                cores[(rank, c)] = CoreReport(rank, c, int(e - s), 0, int(seq[s]), int(seq[e - 1]))
-            table = table.drop_columns([_SRC, _POS])
-            d = stage / EVENTS_DIR / f"rank={rank}"
-            d.mkdir(parents=True)
-            write_events(table, d / "part-0.parquet")
-            if progress is not None:
-                progress(table.num_rows)
+            spec = self._spec.get(rank)
+            ok = spec is not None and spec[0] == len(self._by_rank[rank])
+            futures[rank] = spec[1] if ok else self._submit(rank)
+        try:
+            for rank in ranks:
+                buf, reports, rows = futures.pop(rank).result()
+                del self._by_rank[rank]
+                for rep in reports:
+                    cores[(rep.rank, rep.core)] = rep
+                d = stage / EVENTS_DIR / f"rank={rank}"
+                d.mkdir(parents=True)
+                with open(d / "part-0.parquet", "wb") as f:
+                    f.write(buf)
+                del buf
+                if progress is not None:
+                    progress(rows)
+        finally:
+            for fut in futures.values():
+                fut.cancel()
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool = None
+            self._spec.clear()
         for (rank, core), k in self._lost.items():
             rep = cores.setdefault((rank, core), CoreReport(rank, core))
             rep.lost += k
@@ -207,9 +249,26 @@ class DatasetWriter:
         self.manifest.dump(stage / MANIFEST_FILE)
         (stage / REPORT_FILE).write_text(json.dumps(self.report.to_json(), indent=2) + "\n")
 
+    def _encode_rank(self, rank: int, parts: list[pa.Table]) -> tuple[pa.Buffer, list[CoreReport], int]:
+        """Order, check and encode one rank (runs in a worker thread)."""
+        table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+        del parts
+        table = self._order_and_check(table)
+        core = _column_numpy(table, "core")
+        seq = _column_numpy(table, "seq")
+        bounds = np.flatnonzero(np.diff(core)) + 1
+        starts = np.concatenate(([0], bounds))
+        ends = np.concatenate((bounds, [len(core)]))
+        reports = [CoreReport(rank, int(core[s]), int(e - s), 0, int(seq[s]), int(seq[e - 1]))
+                   for s, e in zip(starts, ends)]
+        table = table.drop_columns([_SRC, _POS])
+        sink = pa.BufferOutputStream()
+        write_events(table, sink)
+        return sink.getvalue(), reports, table.num_rows
+
     def _order_and_check(self, table: pa.Table) -> pa.Table:
-        core = table.column("core").to_numpy()
-        seq = table.column("seq").to_numpy()
+        core = _column_numpy(table, "core")
+        seq = _column_numpy(table, "seq")
         if not _is_sorted(core, seq):
             order = np.lexsort((seq, core))
             table = table.take(order)
@@ -229,6 +288,11 @@ class DatasetWriter:
                              f"seq {int(seq[i])} of rank {rank} core {int(core[i])} does not increase "
                              f"past {int(seq[i - 1])}{also}")
         return table
+
+
+def _column_numpy(table: pa.Table, name: str) -> np.ndarray:
+    col = table.column(name)
+    return col.chunk(0).to_numpy() if col.num_chunks == 1 else col.to_numpy()
 
 
 def _is_sorted(core: np.ndarray, seq: np.ndarray) -> bool:
@@ -256,7 +320,8 @@ def conform(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=SCHEMA)
 
 
-def write_events(table: pa.Table, path: Path) -> None:
+def write_events(table: pa.Table, path) -> None:
+    """Write events to a parquet file (a path or a pyarrow output stream)."""
     enc = {name: "DELTA_BINARY_PACKED" for name in _DELTA}
     dict_cols = [c.name for c in COLUMNS if c.name not in enc]
     pq.write_table(table, path, compression="zstd", compression_level=1,

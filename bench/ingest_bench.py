@@ -1,0 +1,254 @@
+"""Ingest benchmark: a large binary ring dump -> dataset, end to end.
+
+Builds once (cached under bench/cache/) a classic-dispatch-like trace of
+16 ranks x 8 cores: per launch each core routes its tokens (route + payload
+put + ready-flag put per top-k pair), announces counts to its peers (count +
+signal), quiets, waits for its senders' flags, delivers and resets them,
+between kernel / barrier / pipe_sync / atomic_mode markers. One .mtr file per
+rank, as each rank's host would dump its rings. Then times
+``ingest.run.ingest`` (median of --repeat runs, with min/max), prints events
+per second and bytes per event on disk, and rewrites the Ingest section of
+bench/RESULTS.md.
+
+    uv run python bench/ingest_bench.py [--events 10000000] [--repeat 3] [--no-results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ingest.contract import COLUMN, Cmp, DType, Engine, Kind, Op, Outcome, PipeEvent, PipeOp, Scope  # noqa: E402
+from ingest.manifest import Manifest  # noqa: E402
+from ingest.rings import write_ring_file  # noqa: E402
+
+CACHE = ROOT / "bench" / "cache"
+RESULTS = ROOT / "bench" / "RESULTS.md"
+BEGIN, END = "<!-- ingest:begin -->", "<!-- ingest:end -->"
+
+P, CORES, K, HIDDEN, E_L = 16, 8, 8, 7168, 8
+TOKENS = 128  # per rank per launch
+CAPACITY = 256  # receive rows per (src, local expert)
+
+
+def manifest() -> Manifest:
+    ne = P * E_L
+    slots = P * E_L * TOKENS * K
+    return Manifest.from_json({
+        "format": "moetrace-trace/1", "ranks": P, "cores": CORES, "protocol": "classic",
+        "clock_hz": 1.8e9,
+        "params": {"tokens": TOKENS, "topk": K, "hidden": HIDDEN, "local_experts": E_L,
+                   "num_experts": ne, "capacity": CAPACITY, "expert_sentinel": None},
+        "regions": [
+            {"name": "recv_x", "role": "payload", "elem_bytes": 2, "length": slots * HIDDEN},
+            {"name": "ready", "role": "flag", "elem_bytes": 4, "length": slots * 8, "reset": 0,
+             "slot_words": 8, "index": "dispatch"},
+            {"name": "count", "role": "counter", "elem_bytes": 4, "length": E_L * P * 8, "reset": 0,
+             "slot_words": 8, "index": "segment"},
+        ],
+        "sites": {str(i): f"kernels/classic_dispatch.cpp:{100 + 10 * i}" for i in range(16)},
+        "names": ["classic_dispatch"],
+    })
+
+
+def _blocks(rng, rank: int, core: int, launches: int) -> dict[str, np.ndarray]:
+    """One core's events for all launches, launch-major, as contract arrays."""
+    L = launches
+    tok = np.arange(core, TOKENS, CORES)  # tokens this core routes
+    T = len(tok)
+    blocks: list[dict[str, np.ndarray]] = []
+
+    def block(kind, m, **cols):
+        b = {"kind": np.broadcast_to(np.asarray(kind, np.int64), (L, m))}
+        for k, v in cols.items():
+            b[k] = np.broadcast_to(np.asarray(v, np.int64), (L, m))
+        blocks.append(b)
+
+    lvec = np.arange(L)[:, None]
+    block(Kind.KERNEL_BEGIN, 1, name=0, site=0, epoch=lvec + 1)
+    block(Kind.ATOMIC_MODE, 1, op=Op.ADD, dtype=DType.INT32, site=1)
+    # Routes: (L, T, K) triples of route, payload put, ready-flag put.
+    expert = rng.integers(0, P * E_L, (L, T, K))
+    dst = expert // E_L
+    slot = (np.arange(T)[:, None] * K + np.arange(K))[None].repeat(L, 0)
+    key = (rank * E_L + expert % E_L) * (TOKENS * K) + slot
+    engine = np.where(dst // 8 == rank // 8, Engine.MTE, Engine.ROCE)
+    n3 = (L, T * K, 3)
+    r = {c: np.full(n3, COLUMN[c].numpy_null, np.int64) for c in
+         ("token", "topk", "expert", "dst_rank", "slot", "engine", "peer", "region", "offset", "nbytes",
+          "value", "site", "epoch")}
+    kind3 = np.empty(n3, np.int64)
+    kind3[..., 0], kind3[..., 1], kind3[..., 2] = Kind.ROUTE, Kind.PUT, Kind.PUT
+    f = lambda a: a.reshape(L, T * K)  # noqa: E731
+    r["token"][..., 0] = f(np.broadcast_to(tok[None, :, None], (L, T, K)))
+    r["topk"][..., 0] = f(np.broadcast_to(np.arange(K), (L, T, K)))
+    r["expert"][..., 0], r["dst_rank"][..., 0], r["slot"][..., 0] = f(expert), f(dst), f(slot)
+    for j, (reg, mult, nb) in ((1, (0, HIDDEN, HIDDEN * 2)), (2, (1, 8, 32))):
+        r["engine"][..., j], r["peer"][..., j], r["region"][..., j] = f(engine), f(dst), reg
+        r["offset"][..., j], r["nbytes"][..., j] = f(key) * mult, nb
+    r["value"][..., 2] = np.broadcast_to(lvec + 1, (L, T * K))
+    r["site"][..., 0], r["site"][..., 1], r["site"][..., 2] = 2, 3, 4
+    r["epoch"][..., 2] = np.broadcast_to(lvec + 1, (L, T * K))
+    blocks.append({"kind": kind3.reshape(L, -1), **{c: v.reshape(L, -1) for c, v in r.items()}})
+    block(Kind.PIPE_SYNC, 1, pipe_op=PipeOp.SET_FLAG, event=PipeEvent.MTE3_S, site=5)
+    block(Kind.PIPE_SYNC, 1, pipe_op=PipeOp.WAIT_FLAG, event=PipeEvent.MTE3_S, site=5)
+    block(Kind.QUIET, 1, engine=Engine.ALL, site=6)
+    # Counts to the peers this core serves: count + signal per (peer, local expert).
+    peers = np.arange(core, P, CORES)
+    pe = np.array([(p, e) for p in peers for e in range(E_L)])
+    cnt = rng.integers(0, 40, (L, len(pe)))
+    block(Kind.COUNT, len(pe), peer=pe[:, 0], local_expert=pe[:, 1], value=cnt, capacity=CAPACITY, site=7)
+    block(Kind.SIGNAL, len(pe), engine=Engine.MTE, peer=pe[:, 0], region=2,
+          offset=(pe[:, 1] * P + rank) * 8, op=Op.ADD, value=1, site=8)
+    block(Kind.QUIET, 1, engine=Engine.MTE, site=6)
+    block(Kind.BARRIER_BEGIN, 1, scope=Scope.ALL, site=9)
+    block(Kind.BARRIER_END, 1, scope=Scope.ALL, site=9)
+    # Receive: wait for each sender's count flag, deliver, reset it.
+    srcs = np.arange(core, P, CORES)
+    se = np.array([(s, e) for s in srcs for e in range(E_L)])
+    m = len(se)
+    off = (se[:, 1] * P + se[:, 0]) * 8
+    got = rng.integers(0, 40, (L, m))
+    wb = {"kind": Kind.WAIT_BEGIN, "region": 2, "offset": off, "cmp": Cmp.GE, "value": 1, "words": 1,
+          "site": 10, "epoch": lvec + 1}
+    we = {"kind": Kind.WAIT_END, "region": 2, "offset": off, "observed": 1, "outcome": Outcome.OK, "site": 11}
+    dv = {"kind": Kind.DELIVER, "local_expert": se[:, 1], "src_rank": se[:, 0], "requested": got,
+          "delivered": np.minimum(got, CAPACITY), "capacity": CAPACITY, "site": 12}
+    wr = {"kind": Kind.WRITE, "region": 2, "offset": off, "nbytes": 32, "value": 0, "site": 13}
+    inter = {}
+    for c in set(wb) | set(we) | set(dv) | set(wr):
+        a = np.full((L, m, 4), COLUMN[c].numpy_null, np.int64)
+        for j, src in enumerate((wb, we, dv, wr)):
+            if c in src:
+                a[..., j] = np.broadcast_to(np.asarray(src[c], np.int64), (L, m))
+        inter[c] = a.reshape(L, m * 4)
+    blocks.append(inter)
+    block(Kind.KERNEL_END, 1, name=0, site=14, epoch=lvec + 1)
+
+    cols = set().union(*blocks)
+    out = {}
+    for c in cols:
+        null = -1 if c == "name" else COLUMN[c].numpy_null
+        parts = [b[c] if c in b else np.full(b["kind"].shape, null, np.int64) for b in blocks]
+        out[c] = np.concatenate(parts, axis=1).reshape(-1)
+    n = len(out["kind"])
+    out["launch"] = np.repeat(np.arange(L), n // L)
+    out["ts"] = np.cumsum(rng.integers(20, 400, n)) + rng.integers(0, 1 << 30)
+    out["seq"] = np.arange(n)
+    out["rank"] = np.full(n, rank)
+    out["core"] = np.full(n, core)
+    names = out.pop("name")
+    out = {c: v.astype(COLUMN[c].type.to_pandas_dtype()) for c, v in out.items()}
+    out["name"] = np.where(names == 0, "classic_dispatch", None).astype(object)
+    return out
+
+
+def per_launch_core() -> int:
+    rng = np.random.default_rng(0)
+    return len(_blocks(rng, 0, 0, 1)["kind"])
+
+
+def build(events: int) -> Path:
+    launches = -(-events // (P * CORES * per_launch_core()))
+    d = CACHE / f"classic_{P}x{CORES}_L{launches}"
+    if (d / "manifest.json").exists() and len(list(d.glob("*.mtr"))) == P:
+        return d
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    m = manifest()
+    print(f"building {d} ({launches} launches per core) ...", file=sys.stderr)
+    for rank in range(P):
+        rng = np.random.default_rng(rank)
+        parts = [_blocks(rng, rank, c, launches) for c in range(CORES)]
+        ev = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
+        write_ring_file(d / f"rank{rank:02d}.mtr", ev, m)
+    m.dump(d / "manifest.json")
+    return d
+
+
+def _ingest(src: Path, out: Path):
+    from ingest.run import ingest
+
+    return ingest([src], out, force=True)
+
+
+def _du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _machine() -> str:
+    mem = ""
+    try:
+        kb = int(next(line for line in open("/proc/meminfo") if line.startswith("MemTotal")).split()[1])
+        mem = f", {kb / 2**20:.0f} GiB memory"
+    except (OSError, StopIteration, ValueError):
+        pass
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{os.cpu_count()} cores ({cpu}){mem}, Python {platform.python_version()}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-results", action="store_true", help="do not rewrite bench/RESULTS.md")
+    args = ap.parse_args()
+    src = build(args.events)
+    dump_bytes = sum(p.stat().st_size for p in src.glob("*.mtr"))
+    out = ROOT / "bench" / "out" / "ingest"
+    times = []
+    for i in range(args.repeat):
+        shutil.rmtree(out, ignore_errors=True)
+        t = time.perf_counter()
+        rep = _ingest(src, out)
+        times.append(time.perf_counter() - t)
+        print(f"run {i + 1}: {times[-1]:.2f} s", file=sys.stderr)
+    rows = rep.rows_out
+    disk = _du(out / "events")
+    med, lo, hi = statistics.median(times), min(times), max(times)
+    line = (f"{rows:,} events ({dump_bytes / 2**20:.0f} MiB of .mtr, {P} files) in {med:.2f} s "
+            f"(min {lo:.2f}, max {hi:.2f}, {len(times)} runs): {rows / med / 1e6:.2f} M events/s "
+            f"(best {rows / lo / 1e6:.2f}); {disk / rows:.2f} bytes/event on disk ({disk / 2**20:.0f} MiB)")
+    print(line)
+    if not args.no_results:
+        write_results(line, rows, med, disk)
+
+
+def write_results(line: str, rows: int, med: float, disk: int) -> None:
+    ok_speed = rows / med >= 5e6
+    ok_size = disk / rows <= 12
+    body = [BEGIN, "## Ingest", "",
+            f"`uv run python bench/ingest_bench.py` on {_machine()} "
+            f"(shared with other work while measured: noisy).", "",
+            f"- {line}",
+            f"- targets: >= 5 M events/s {'met' if ok_speed else 'NOT met'}; "
+            f"<= 12 bytes/event {'met' if ok_size else 'NOT met'}",
+            "", (ROOT / "bench" / "ingest_notes.md").read_text().strip()
+            if (ROOT / "bench" / "ingest_notes.md").exists() else "", END]
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
+    block = "\n".join(body).replace("\n\n" + END, "\n" + END) + "\n"
+    if BEGIN in text and END in text:
+        a, b = text.index(BEGIN), text.index(END) + len(END)
+        text = text[:a] + block.rstrip("\n") + text[b:]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    RESULTS.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
