@@ -58,7 +58,7 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False)
         lines += ["", paint(f"OTHER FINDINGS ({len(others)})", "head")]
         for f in others:
             lines += [""] + _finding(f, paint)
-    lines += ["", _summary(report, fail_on)]
+    lines += ["", _summary(report, fail_on, roots, others)]
     return "\n".join(lines) + "\n"
 
 
@@ -103,7 +103,7 @@ def _symptoms(root: "Finding", by_id: dict[str, "Finding"], paint: _Paint) -> li
         ranks = compress_ranks(m.location.rank for m in members if m.location.rank is not None)
         where = f" on ranks {ranks}" if ranks else ""
         out.append(f"    - {len(members)} x {code} {rep.name}{where}: {_class_text(rep, cls)}")
-        out.append(f"      e.g. {rep.id}: {rep.message}")
+        out.append(f"      e.g. {rep.id} at {rep.location.place()}: {rep.message}")
         out.append("      " + paint(f"ids: {_ids(m.id for m in members)}", "dim"))
     return out
 
@@ -138,14 +138,14 @@ def _ids(ids: Iterable[str]) -> str:
     return ", ".join(ids[:_MAX_IDS]) + f", ... ({len(ids) - _MAX_IDS} more)"
 
 
-def _summary(report: "Report", fail_on: str) -> str:
+def _summary(report: "Report", fail_on: str, roots: list["Finding"], others: list["Finding"]) -> str:
     c = report.counts()
     if not c["findings"]:
         verdict = "clean"
     else:
         sev = ", ".join(plural(n, k) for k, n in c["by_severity"].items() if n)
-        verdict = (f"{plural(c['findings'], 'finding')} ({sev}): {plural(c['root_causes'], 'root cause')}, "
-                   f"{plural(c['symptoms'], 'symptom')}")
+        verdict = (f"{plural(c['findings'], 'finding')} ({sev}): {plural(len(roots), 'root cause')} "
+                   f"explaining {plural(c['symptoms'], 'symptom')}, {len(others)} other")
     failing = len(report.failing(fail_on))
     gate = "never fails" if fail_on == "never" else f"{failing} at or above {fail_on}"
     partial = ", partial trace" if report.trace.partial else ""
