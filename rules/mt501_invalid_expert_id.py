@@ -1,0 +1,61 @@
+"""MT501: a route to an expert id outside [0, num_experts) that is not the sentinel."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _passes as P
+from .base import Confidence, Family, Rule, Severity
+
+
+class InvalidExpertId(Rule):
+    """A route whose expert id is out of range and not the manifest's sentinel.
+
+    What it does
+        Checks every route event's `expert` against [0, num_experts) from
+        the manifest (`params.num_experts`, or `local_experts` times ranks).
+        The value `params.expert_sentinel` (a dropped-token marker such as
+        -1) is allowed; with no sentinel in the manifest, none is. Traces
+        whose manifest gives no expert count are not checked.
+
+    Why it matters
+        Dispatch kernels rarely validate ids. An id >= num_experts maps to a
+        destination rank that no core serves, so the pair is silently
+        dropped; -1 with several local experts truncates to rank 0 and
+        local expert -1, writing a neighbour's segment. Either way the
+        combine still waits on that pair's status slot: a hang with no
+        producer, whose root cause is this route.
+
+    Example
+        route token=5 topk=1 expert=256 with num_experts=256
+        -- a shared-expert id leaked into the routed ids.
+
+    Evidence
+        The route event: token, top-k slot, expert id, destination if known.
+    """
+
+    code = "MT501"
+    name = "invalid-expert-id"
+    family = Family.INVALID_EXPERT_ID
+    severity = Severity.ERROR
+    summary = "Route to an expert outside [0, num_experts) that is not the sentinel"
+
+    def check(self, trace, ctx):
+        ne = trace.manifest.num_experts
+        if trace.n == 0 or ne is None:
+            return
+        sentinel = trace.manifest.param("expert_sentinel")
+        expert = trace["expert"].astype(np.int64)
+        bad = (trace["kind"] == int(P.Kind.ROUTE)) & ((expert < 0) | (expert >= int(ne))) & (expert != P.NULL32)
+        if sentinel is not None:
+            bad &= expert != int(sentinel)
+        allowed = "no sentinel" if sentinel is None else f"sentinel {sentinel}"
+        for r in np.flatnonzero(bad):
+            d = trace.describe(int(r))
+            dst = f", sent to rank {d['dst_rank']}" if "dst_rank" in d else ", not sent"
+            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: token {d['token']} top-k {d['topk']} "
+                   f"routed to expert {d['expert']}, outside [0, {ne}) ({allowed}){dst}")
+            yield self.hit(msg, rows=(("route", int(r)),), key=(d["rank"], d["core"], d["seq"]),
+                           confidence=Confidence.CERTAIN,
+                           extra={"token": d["token"], "topk": d["topk"], "expert": d["expert"],
+                                  "num_experts": int(ne)})

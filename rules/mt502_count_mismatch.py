@@ -1,0 +1,109 @@
+"""MT502: what rank i announced to rank j differs from what j says it was sent."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _passes as P
+from .base import Confidence, Family, Rule, Severity
+
+
+class CountMismatch(Rule):
+    """Pairwise count mismatch: i's count to j versus j's deliver from i.
+
+    What it does
+        Per (launch, sender i, receiver j, local expert e) takes the last
+        `count` event on i with peer j and the last `deliver` event on j
+        with src_rank i, and compares the announced `value` with j's
+        `requested`. Different values are a hit naming both. An announced
+        non-zero count with no deliver at a receiver that delivered other
+        segments in that launch (or the reverse) is a hit of confidence
+        inferred; partial-trace when the other side's rank is missing.
+
+    Why it matters
+        The count exchange is what sizes every receive and every wait of the
+        round. A receiver that expects other than what was sent either waits
+        for rows that never come (a hang) or stops early (rows lost). The
+        usual causes: a count written from a stale buffer, an id dropped on
+        one side only, or a delivery that overtook its count.
+
+    Example
+        rank 0: count peer=1 local_expert=0 value=12; rank 1: deliver
+        local_expert=0 src_rank=0 requested=9
+        -- DeepEP #427's "9181 != 6888" is this at scale.
+
+    Evidence
+        The count event on the sender and the deliver event on the receiver
+        (the one present, when the other is missing).
+    """
+
+    code = "MT502"
+    name = "count-mismatch"
+    family = Family.INVALID_EXPERT_ID
+    severity = Severity.ERROR
+    summary = "Pairwise count mismatch: announced by rank i to j versus received by j from i"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        kind = trace["kind"]
+        ra = np.flatnonzero(kind == int(P.Kind.COUNT))
+        rb = np.flatnonzero(kind == int(P.Kind.DELIVER))
+        if not len(ra) and not len(rb):
+            return
+        rank = trace["rank"].astype(np.int64)
+        launch = trace["launch"].astype(np.int64)
+        le = trace["local_expert"].astype(np.int64)
+        ka = np.stack((launch[ra], rank[ra], trace["peer"].astype(np.int64)[ra], le[ra]))
+        kb = np.stack((launch[rb], trace["src_rank"].astype(np.int64)[rb], rank[rb], le[rb]))
+        uniq, inv = np.unique(np.concatenate((ka, kb), axis=1), axis=1, return_inverse=True)
+        inv = inv.reshape(-1)
+        g = uniq.shape[1]
+        last_a = np.full(g, -1, np.int64)
+        last_b = np.full(g, -1, np.int64)
+        np.maximum.at(last_a, inv[: len(ra)], ra)
+        np.maximum.at(last_b, inv[len(ra):], rb)
+        val = trace["value"].astype(np.int64)
+        req = trace["requested"].astype(np.int64)
+        va = np.where(last_a >= 0, val[np.maximum(last_a, 0)], 0)
+        vb = np.where(last_b >= 0, req[np.maximum(last_b, 0)], 0)
+        # Which (launch, rank) pairs recorded any count / deliver at all.
+        announced = set(zip(launch[ra].tolist(), rank[ra].tolist()))
+        received = set(zip(launch[rb].tolist(), rank[rb].tolist()))
+        missing = set(trace.ranks_missing)
+        both = (last_a >= 0) & (last_b >= 0) & (va != vb)
+        only_a = (last_a >= 0) & (last_b < 0) & (va != 0)
+        only_b = (last_a < 0) & (last_b >= 0) & (vb != 0)
+        for gi in np.flatnonzero(both | only_a | only_b):
+            L, i, j, e = (int(x) for x in uniq[:, gi])
+            a, b = int(last_a[gi]), int(last_b[gi])
+            conf = Confidence.CERTAIN
+            if a >= 0 and b >= 0:
+                said = f"rank {i} announced {int(va[gi])} rows to rank {j} (seq {int(trace['seq'][a])})"
+                heard = f"rank {j} received requested={int(vb[gi])} from rank {i} (seq {int(trace['seq'][b])})"
+            elif a >= 0:
+                if j in missing:
+                    conf = Confidence.PARTIAL_TRACE
+                elif (L, j) in received:
+                    conf = Confidence.INFERRED
+                else:
+                    continue  # j recorded no deliveries at all this launch: nothing to compare
+                said = f"rank {i} announced {int(va[gi])} rows to rank {j} (seq {int(trace['seq'][a])})"
+                heard = f"rank {j} recorded no delivery from rank {i}"
+            else:
+                if i in missing:
+                    conf = Confidence.PARTIAL_TRACE
+                elif (L, i) in announced:
+                    conf = Confidence.INFERRED
+                else:
+                    continue
+                said = f"rank {i} announced nothing to rank {j}"
+                heard = f"rank {j} received requested={int(vb[gi])} from rank {i} (seq {int(trace['seq'][b])})"
+            rows = tuple(x for x in (("announced count", a), ("deliver", b)) if x[1] >= 0)
+            first = rows[0][1]
+            msg = f"launch {L} local expert {e}: {said}, but {heard}"
+            yield self.hit(msg, rows=rows, confidence=conf,
+                           key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
+                           extra={"launch": L, "sender": i, "receiver": j, "local_expert": e,
+                                  "announced": int(va[gi]) if a >= 0 else None,
+                                  "requested": int(vb[gi]) if b >= 0 else None})
