@@ -185,8 +185,8 @@ def load_config(path: str | Path | None = None, search_from: Sequence[str | Path
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         # Python 3.11's error has no line attribute: lift "(at line L, column C)" out of the text.
-        m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", str(e))
-        where = f"line {m.group(1)}, column {m.group(2)}" if m else ""
+        m = re.search(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)$", str(e))
+        where = "" if not m else (f"line {m.group(1)}, column {m.group(2)}" if m.group(1) else "end of file")
         raise ConfigError(path, where, f"invalid TOML: {str(e)[:m.start()] if m else e}") from None
     if path.name == "pyproject.toml":
         table = doc.get("tool", {}).get("moetrace", {})
