@@ -1,0 +1,157 @@
+"""The faults a reference kernel can be run with, and where each one is placed.
+
+Each fault names its family (what the analyzer must call it) and its documented
+consequence; the kernels consult a ``FaultPlan`` at the exact point the real bug
+lives. Placement keys a fault does not get from ``--at`` are drawn from the seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    name: str
+    family: str
+    doc: str
+    consequence: str
+    keys: tuple[str, ...]  # placement keys the fault uses
+    min_rounds: int = 1  # a flag not reset between rounds needs a next round to bite
+
+
+FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
+    FaultSpec("invalid-expert", "invalid-expert-id",
+              "one (token, topk) carries an expert id >= num_experts",
+              "dispatch drops the pair; the owner's combine waits its status slot forever (hang) "
+              "where the protocol waits every top-k slot, else the token loses that expert",
+              ("rank", "round", "token", "topk")),
+    FaultSpec("invalid-expert-neg", "invalid-expert-id",
+              "one (token, topk) carries expert id -1 where the protocol does not accept the sentinel",
+              "as invalid-expert; with local_experts > 1 C++ truncation also aliases the payload "
+              "into the neighbouring segment",
+              ("rank", "round", "token", "topk")),
+    FaultSpec("missing-quiet", "missing-drain",
+              "the quiet between the payload puts and the flag that publishes them is left out",
+              "the flag can land before its payload: the consumer reads stale payload (wrong rows)",
+              ("rank", "core", "round")),
+    FaultSpec("wrong-engine-quiet", "missing-drain",
+              "the payload goes over SDMA / UDMA but the kernel quiets MTE (aclshmem_quiet)",
+              "the MTE quiet does not complete the other engine: the flag overtakes the payload "
+              "(stale rows / lost sum)",
+              ("rank", "core", "round")),
+    FaultSpec("ready-not-reset", "stale-flag",
+              "the consumer does not reset the ready slots to 0 after taking them",
+              "next round the ready slots already read 1: the consumer takes payload before it lands "
+              "(stale rows)", ("rank", "round"), min_rounds=2),
+    FaultSpec("count-not-reset", "stale-flag",
+              "the consumer does not reset the count slots to -1",
+              "next round the consumer reads last round's counts: it takes the wrong number of rows "
+              "(missing rows, or a hang on rows that never come)", ("rank", "round"), min_rounds=2),
+    FaultSpec("status-not-reset", "stale-flag",
+              "the token owner does not reset its combine status slots to 0",
+              "next round combine reads last round's results before the new ones land (stale rows)",
+              ("rank", "core", "round"), min_rounds=2),
+    FaultSpec("generation-eq", "stale-flag",
+              "a monotonic generation is waited with == instead of >=",
+              "a peer that ran one generation ahead is never seen as equal: hang", ("rank",), min_rounds=3),
+    FaultSpec("capacity-skew", "capacity-truncation",
+              "routing concentrates on one expert rank beyond its receive capacity (maxOutputSize)",
+              "rows past the capacity are clamped silently: those tokens lose the expert (wrong rows)",
+              ("rank",)),
+    FaultSpec("atomic-none-early", "missing-drain",
+              "SetAtomicNone runs before the MTE3 drain (no SetFlag/WaitFlag MTE3_S)",
+              "gets still in flight land as plain overwrites: lost accumulation", ("rank", "core", "round")),
+    FaultSpec("plain-write-in-window", "missing-drain",
+              "a plain DataCopy write (the self contribution) is issued inside the atomic-add window",
+              "the write accumulates onto the buffer's old content instead of replacing it (wrong sum)",
+              ("rank", "core", "round")),
+    FaultSpec("self-via-atomic", "missing-drain",
+              "the self contribution is also fetched through the atomic path",
+              "self is counted twice (wrong sum)", ("rank", "core", "round")),
+    FaultSpec("same-chunk", "missing-drain",
+              "two cores of the SDMA fallback are given the same output chunk",
+              "their read-add-write races overwrite each other and another chunk is never reduced "
+              "(lost accumulation)", ("rank", "core", "round")),
+    FaultSpec("wrong-slot", "hang",
+              "a flag (count / ready / generation) is sent to the wrong slot on the right peer",
+              "the slot the consumer waits on is never written: hang", ("rank", "core", "round")),
+    FaultSpec("wrong-peer", "hang",
+              "a flag is sent to the right slot on the wrong peer",
+              "the peer that waits for it never sees it: hang", ("rank", "core", "round")),
+    FaultSpec("rank-stop", "hang",
+              "a rank stops mid-kernel (it dies after issuing part of its work)",
+              "every peer waiting for its flags or its barrier arrival hangs", ("rank", "round")),
+)}
+
+
+@dataclass
+class Fault:
+    name: str
+    place: dict  # rank, core, round, token, topk ... as used
+    spec: FaultSpec = field(repr=False, default=None)
+
+    def at(self, **where) -> bool:
+        return all(self.place.get(k, v) == v for k, v in where.items())
+
+
+class FaultPlan:
+    """The faults of one run; ``hit(name, **where)`` is asked at the bug's location."""
+
+    def __init__(self, faults: list[Fault]):
+        self.faults = faults
+
+    def get(self, name: str, **where) -> Fault | None:
+        for f in self.faults:
+            if f.name == name and f.at(**where):
+                return f
+        return None
+
+    def hit(self, name: str, **where) -> bool:
+        return self.get(name, **where) is not None
+
+    def __bool__(self) -> bool:
+        return bool(self.faults)
+
+
+def parse_at(text: str | None) -> dict:
+    """``rank=3,core=1,round=0`` -> {"rank": 3, "core": 1, "round": 0}."""
+    out: dict = {}
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise ValueError(f"bad --at item {item!r}: expected key=value")
+        out[k.strip()] = int(v)
+    return out
+
+
+def place(names: list[str], at: dict | list[dict] | None, params, seed: int, allowed,
+          bounds: dict | None = None) -> FaultPlan:
+    """Resolve every fault's placement: given keys win, the rest come from the seed."""
+    rng = np.random.default_rng([seed, 7])
+    ats = at if isinstance(at, list) else [at or {}] * len(names)
+    faults = []
+    for name, given in zip(names, ats):
+        spec = FAULTS.get(name)
+        if spec is None:
+            raise ValueError(f"unknown fault {name!r}; expected one of {', '.join(FAULTS)}")
+        if name not in allowed:
+            raise ValueError(f"fault {name!r} does not apply to this protocol; it takes {', '.join(allowed)}")
+        bnd = {"rank": params.ranks, "core": params.cores, "token": params.tokens, "topk": params.topk,
+                  "round": max(1, params.rounds - (spec.min_rounds - 1))}
+        bnd.update(bounds or {})
+        p = {}
+        for k in spec.keys:
+            if k in given:
+                p[k] = int(given[k])
+            else:
+                p[k] = int(rng.integers(max(1, bnd[k])))
+        for k, v in given.items():
+            p.setdefault(k, int(v))
+        faults.append(Fault(name, p, spec))
+    return FaultPlan(faults)

@@ -1,0 +1,147 @@
+"""The symmetric heap and the transfers still in flight.
+
+A region is one numpy array of shape (ranks, length): the same window on every
+rank. A ``Pending`` batch is n operations of one core to one peer on one engine
+(puts, gets, amos or fused put_signals); each op lands on its own, so a batch can
+be half delivered. Whether a landing write accumulates is decided by the issuing
+core's atomic mode at the moment it lands, which is what makes SetAtomicNone
+before the MTE3 drain lose contributions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ingest.contract import Engine, Kind, Op, Role
+from ingest.manifest import Region
+
+_DTYPE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+@dataclass(frozen=True)
+class RegionSpec:
+    name: str
+    role: Role
+    length: int
+    elem_bytes: int = 4
+    reset: int | None = None
+    monotonic: bool = False
+    slot_words: int = 1
+    index: str | None = None
+    init: int = 0  # what the host memsets the window to before the first launch
+
+    def region(self, rid: int) -> Region:
+        return Region(rid, self.name, self.role, self.elem_bytes, self.length, self.reset,
+                      self.monotonic, self.slot_words, self.index)
+
+
+class Pending:
+    __slots__ = ("core", "kind", "engine", "peer", "region", "offs", "words", "data",
+                 "src_region", "src_offs", "sig", "left", "fence")
+
+    def __init__(self, core, kind, engine, peer, region, offs, words, data,
+                 src_region=None, src_offs=None, sig=None):
+        self.core, self.kind, self.engine, self.peer = core, kind, engine, peer
+        self.region, self.offs, self.words, self.data = region, offs, words, data
+        self.src_region, self.src_offs, self.sig = src_region, src_offs, sig
+        self.left = np.arange(len(offs))
+        self.fence = core.fence
+
+
+class Heap:
+    def __init__(self, ranks: int, specs: list[RegionSpec], machine):
+        self.specs = specs
+        self.ids = {s.name: i for i, s in enumerate(specs)}
+        self.mem = [np.full((ranks, s.length), s.init, dtype=_DTYPE[s.elem_bytes]) for s in specs]
+        self.m = machine
+        self._cores: list = []  # cores with pending work, swap-removed
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.mem[self.ids[name]]
+
+    # ---- writes ------------------------------------------------------------
+    def store(self, rank: int, region: int, offs: np.ndarray, words: int, data, add: bool) -> None:
+        """Write ``words`` elements at each offset: data is (n, words), (words,) or a scalar."""
+        mem = self.mem[region][rank]
+        idx = offs[:, None] + np.arange(words) if words > 1 else offs
+        if add:
+            vals = np.broadcast_to(data, idx.shape) if not np.isscalar(data) else data
+            np.add.at(mem, idx, vals)
+        else:
+            mem[idx] = data
+        self.m.touch(rank)
+
+    # ---- pending -------------------------------------------------------------
+    def enqueue(self, p: Pending) -> None:
+        c = p.core
+        if not c.pend:
+            c.pidx = len(self._cores)
+            self._cores.append(c)
+        c.pend.append(p)
+
+    def _drop_core(self, c) -> None:
+        i = c.pidx
+        last = self._cores.pop()
+        if last is not c:
+            self._cores[i] = last
+            last.pidx = i
+
+    def land(self, p: Pending, sel: np.ndarray) -> None:
+        c = p.core
+        add = c.atomic == Op.ADD
+        data = p.data
+        rows = data[sel] if isinstance(data, np.ndarray) and data.ndim == 2 else data
+        if p.kind == Kind.GET:
+            src = self.mem[p.src_region][p.peer]
+            sidx = p.src_offs[sel, None] + np.arange(p.words) if p.words > 1 else p.src_offs[sel]
+            self.store(c.rank, p.region, p.offs[sel], p.words, src[sidx].copy(), add)
+        elif p.kind == Kind.AMO:
+            self.store(p.peer, p.region, p.offs[sel], 1, rows if np.isscalar(rows) else rows.reshape(-1), True)
+        else:
+            self.store(p.peer, p.region, p.offs[sel], p.words, rows, add)
+            if p.sig is not None:  # put_signal: the signal lands with (after) its payload
+                region, offs, op, vals = p.sig
+                v = vals[sel] if isinstance(vals, np.ndarray) else vals
+                self.store(p.peer, region, offs[sel], 1, v, op == Op.ADD)
+
+    def complete(self, c, engine: int, peer: int | None = None) -> None:
+        """Land every pending op of core c that a quiet / drain of ``engine`` covers."""
+        if not c.pend:
+            return
+        keep = []
+        for p in c.pend:
+            if engine == Engine.ALL or (p.engine == engine and (peer is None or p.peer == peer)):
+                self.land(p, p.left)
+            else:
+                keep.append(p)
+        c.pend = keep
+        if not keep:
+            self._drop_core(c)
+
+    def land_random(self, rng) -> None:
+        """The scheduler delivers part of one batch early, respecting fences per peer."""
+        cores = self._cores
+        c = cores[int(rng.integers(len(cores)))]
+        pend = c.pend
+        i = int(rng.integers(len(pend)))
+        p = pend[i]
+        for j in range(i):  # an older batch to the same peer behind a fence goes first
+            q = pend[j]
+            if q.peer == p.peer and q.fence < p.fence:
+                i, p = j, q
+                break
+        n = len(p.left)
+        mask = rng.random(n) < 0.5
+        if not mask.any():
+            mask[int(rng.integers(n))] = True
+        self.land(p, p.left[mask])
+        p.left = p.left[~mask]
+        if not len(p.left):
+            pend.pop(i)
+            if not pend:
+                self._drop_core(c)
+
+    def pending_ops(self) -> int:
+        return sum(len(p.left) for c in self._cores for p in c.pend)
