@@ -87,19 +87,20 @@ def register(app: typer.Typer) -> None:
     def diagnose_cmd(
         inputs: Annotated[list[Path], typer.Argument(
             help="A dataset directory, or raw traces (JSONL directories, .mtr dumps) to ingest on the fly.",
-            show_default=False)],
-        fmt: Annotated[str, typer.Option("--format", "-f", help="text | json | sarif | junit")] = "text",
+            show_default=False, metavar="INPUT")],
+        fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text | json | sarif | junit")] = "text",
         fail_on: Annotated[Optional[str], typer.Option(
-            "--fail-on", help="Exit 1 on findings at or above: error | warning | note | never "
+            "--fail-on", metavar="LEVEL", help="Exit 1 on findings at or above: error | warning | note | never "
                               "(default: the config's fail-on, else error).")] = None,
-        output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report here.")] = None,
+        output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
+                                                              help="Write the report here.")] = None,
         config: Annotated[Optional[Path], typer.Option(
-            "--config", help="Config file (default: nearest moetrace.toml or pyproject.toml "
+            "--config", metavar="FILE", help="Config file (default: nearest moetrace.toml or pyproject.toml "
                              "[tool.moetrace] from the input, then the current directory).")] = None,
         select: Annotated[Optional[list[str]], typer.Option(
-            "--select", help="Only these rules: codes, prefixes (MT1) or families, comma-separated.")] = None,
+            "--select", metavar="CODES", help="Only these rules: codes, prefixes (MT1) or families, comma-separated.")] = None,
         ignore: Annotated[Optional[list[str]], typer.Option(
-            "--ignore", help="Skip these rules (added to the config's ignore).")] = None,
+            "--ignore", metavar="CODES", help="Skip these rules (added to the config's ignore).")] = None,
         no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress line on stderr.")] = False,
     ) -> None:
         """Diagnose a trace: root causes first, then the symptoms they explain."""

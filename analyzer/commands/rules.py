@@ -61,7 +61,7 @@ def explain_text(code: str) -> str | None:
 def register(app: typer.Typer) -> None:
     @app.command("rules")
     def rules_cmd(
-        fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+        fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text | json")] = "text",
     ) -> None:
         """List the rules: code, name, family, default severity, summary."""
         if fmt not in ("text", "json"):
@@ -70,7 +70,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("explain")
     def explain_cmd(
-        code: Annotated[str, typer.Argument(help="A rule code, e.g. MT101.", show_default=False)],
+        code: Annotated[str, typer.Argument(help="A rule code, e.g. MT101.", show_default=False,
+                                      metavar="CODE")],
     ) -> None:
         """Print a rule's documentation: what it does, why it matters, an example, its evidence."""
         text = explain_text(code)

@@ -100,8 +100,8 @@ def _symptoms(root: "Finding", by_id: dict[str, "Finding"], paint: _Paint) -> li
     out = [f"  explains {plural(len(root.explains), 'symptom')}:"]
     for (code, cls), members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0][0], repr(kv[0][1]))):
         rep = members[0]
-        ranks = compress_ranks(m.location.rank for m in members if m.location.rank is not None)
-        where = f" on ranks {ranks}" if ranks else ""
+        rank_set = {m.location.rank for m in members if m.location.rank is not None}
+        where = f" on {'rank' if len(rank_set) == 1 else 'ranks'} {compress_ranks(rank_set)}" if rank_set else ""
         out.append(f"    - {len(members)} x {code} {rep.name}{where}: {_class_text(rep, cls)}")
         out.append(f"      e.g. {rep.id} at {rep.location.place()}: {rep.message}")
         out.append("      " + paint(f"ids: {_ids(m.id for m in members)}", "dim"))
