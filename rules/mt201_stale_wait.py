@@ -1,0 +1,105 @@
+"""MT201: a wait satisfied by a value left over from an earlier launch."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import Outcome
+
+from . import _passes as P
+from . import _words as W
+from ._jit import kernel
+from .base import Confidence, Family, Rule, Severity
+
+
+@kernel
+def _scan(lo, hi, wkey, wrow, wphase, rc, phase_all, erow, ekey, out):
+    # For each wait_end: if no write of its launch to its word can precede it
+    # (every one is later on its own core, or after a barrier it had not
+    # reached), the value came from an earlier launch: name the last one.
+    for j in range(len(erow)):
+        e = erow[j]
+        can = False
+        for w in range(lo[j], hi[j]):
+            r = wrow[w]
+            after = (rc[r] == rc[e] and r > e) or wphase[w] > phase_all[e]
+            if not after:
+                can = True
+                break
+        if not can:
+            p = lo[j] - 1
+            if p >= 0 and wkey[p] == ekey[j]:
+                out[j] = p
+
+
+class StaleWait(Rule):
+    """A wait satisfied by a value written in an earlier launch and never reset.
+
+    What it does
+        For every wait_end that completed (outcome not timeout), looks at the
+        writes of the same launch to the waited word (its first word). If
+        none of them can precede the wait_end (each is later on the waiting
+        core itself, or issued after a barrier of scope all that the waiter
+        had not reached yet) while an earlier launch did write the word, the
+        wait was satisfied by that older value. The hit names the wait and
+        the last earlier-launch write.
+
+    Why it matters
+        The consumer proceeds before this round's producer wrote anything:
+        it reads last round's rows (silent corruption), and the producer's
+        late write then satisfies the *next* round's wait early, so the
+        error propagates. The flag should have been reset after use, or the
+        wait should compare against this round's generation.
+
+    Example
+        launch 0: rank 1 signals ready[3]=1; rank 0 waits ready[3]==1 (no reset)
+        launch 1: rank 0 waits ready[3]==1, satisfied at once; rank 1's signal
+        comes after the barrier that follows the wait.
+
+    Evidence
+        The wait_end (first), its wait_begin, and the earlier-launch write
+        whose value it saw.
+    """
+
+    code = "MT201"
+    name = "stale-wait"
+    family = Family.STALE_FLAG
+    severity = Severity.ERROR
+    summary = "Wait satisfied by a value written in an earlier launch and never reset"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        kind = trace["kind"]
+        ends = np.flatnonzero((kind == P.K_WEND) & (trace["outcome"] != int(Outcome.TIMEOUT)) & (trace.key >= 0))
+        if not len(ends):
+            return
+        w = W.words(trace)
+        ekey = trace.key[ends]
+        eck = w.ckey(ekey, trace["launch"][ends])
+        lo = np.searchsorted(w.ck, eck, "left")
+        hi = np.searchsorted(w.ck, eck, "right")
+        phase_all, _ = P.phases(trace)
+        rc = trace["rank"].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"].astype(np.int64)
+        out = np.full(len(ends), -1, np.int64)
+        _scan(lo, hi, w.key, w.row, w.phase, rc, phase_all, ends, ekey, out)
+        _, e2b = P.wait_pairs(trace)
+        conf = Confidence.PARTIAL_TRACE if trace.partial else Confidence.CERTAIN
+        for j in np.flatnonzero(out >= 0):
+            e, src = int(ends[j]), int(out[j])
+            b = int(e2b[e])
+            d, ds = trace.describe(e), trace.describe(int(w.row[src]))
+            want = ""
+            if b >= 0:
+                db = trace.describe(b)
+                want = f" {db['cmp']} {db['value']}"
+            held = int(w.after[src])
+            held_s = "unknown" if held == P.NULL64 else str(held)
+            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: wait on {d['region']}[{d['offset']}]"
+                   f"{want} was satisfied (observed {d['observed']}) with no write of launch {d['launch']} before "
+                   f"it; the word still held {held_s} from rank {ds['rank']}'s {ds['kind']} in launch "
+                   f"{ds['launch']} (seq {ds['seq']}), never reset")
+            rows = [("stale wait_end", e)] + ([("wait_begin", b)] if b >= 0 else []) + \
+                [("earlier write", int(w.row[src]))]
+            yield self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                           extra={"observed": d["observed"], "written_launch": ds["launch"]})

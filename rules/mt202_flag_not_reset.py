@@ -1,0 +1,117 @@
+"""MT202: a flag not back at its reset value when its launch ends."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _passes as P
+from . import _words as W
+from .base import Confidence, Family, Rule, Severity
+
+_SHOW = 16  # offsets named in a message
+
+
+class FlagNotReset(Rule):
+    """A flag word left off its region's `reset` value at the end of a launch.
+
+    What it does
+        For every word of a region with `reset` (and not `monotonic`), takes
+        the value it holds at the end of each launch from the launch's writes
+        in happens-before order (barrier phases; a write after a wait on the
+        word on the same core follows the write that satisfied the wait) and
+        reports words not at `reset`. Hits are grouped per (owner rank,
+        region, launch) and located at the owner, who should have reset them.
+        Skipped: launches of the owner that did not finish (a core stuck or
+        without kernel_end: the hang rules explain those), and words whose
+        next launch begins by resetting them (clean-before-use, as DeepEP's
+        low-latency `next_clean` does), or whose key showed that pattern.
+
+    Why it matters
+        The next round's wait on that word is satisfied at once, by the old
+        value: the consumer reads rows that are not there yet (MT201 catches
+        it where the trace can order it), or a count is off by the old value.
+
+    Example
+        rank 1 signals ready[3]=1 to rank 0; rank 0 waits ready[3]==1 and
+        copies the row, but never writes ready[3]=0.
+
+    Evidence
+        The owner's wait on the word (first, when it waited) and the last
+        write of the launch to each reported word (up to 16).
+    """
+
+    code = "MT202"
+    name = "flag-not-reset"
+    family = Family.STALE_FLAG
+    severity = Severity.ERROR
+    summary = "Flag not back at its reset value at the end of a launch"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        w = W.words(trace)
+        rt = P.region_table(trace)
+        if not len(w.row):
+            return
+        kind = trace["kind"]
+        reset = rt["reset"][w.region]
+        first = np.ones(len(w.row), bool)
+        first[1:] = w.ck[1:] != w.ck[:-1]
+        # Clean-before-use: a launch's first write to the word is the owner's reset.
+        clean_first = first & (kind[w.row] == P.K_WRITE) & (w.op == P.OP_SET) & (w.value == reset)
+        excused = np.zeros(len(w.row), bool)
+        li = np.flatnonzero(w.last)
+        has_next = li + 1 < len(w.row)
+        nx = np.minimum(li + 1, len(w.row) - 1)
+        excused[li] = has_next & (w.key[nx] == w.key[li]) & clean_first[nx]
+        keys_clean = np.unique(w.key[clean_first])
+        last_of_key = ~has_next | (w.key[nx] != w.key[li])
+        excused[li] |= last_of_key & np.isin(w.key[li], keys_clean)
+        bad = w.last & rt["has_reset"][w.region] & ~rt["monotonic"][w.region] & \
+            (w.after != P.NULL64) & (w.after != reset) & ~excused
+        idx = np.flatnonzero(bad)
+        if not len(idx):
+            return
+        wpr = trace.manifest.words_per_rank
+        owner = w.key[idx] // wpr
+        skip = P.incomplete_launches(trace)
+        keep = np.array([(int(o), int(L)) not in skip for o, L in zip(owner, w.launch[idx])], bool)
+        idx, owner = idx[keep], owner[keep]
+        if not len(idx):
+            return
+        _, g = np.unique(np.stack((owner, w.region[idx], w.launch[idx])), axis=1, return_inverse=True)
+        g = g.reshape(-1)
+        ends = np.flatnonzero(kind == P.K_WEND)
+        eck = w.ckey(trace.key[ends], trace["launch"][ends])
+        eorder = np.argsort(eck, kind="stable")
+        eck, ends = eck[eorder], ends[eorder]
+        for gid in g[np.sort(np.unique(g, return_index=True)[1])]:
+            members = idx[g == gid]
+            yield self._hit(trace, w, members, eck, ends)
+
+    def _hit(self, trace, w, members, eck, ends):
+        m0 = int(members[0])
+        own, region, off0 = trace.decode_key(int(w.key[m0]))
+        launch = int(w.launch[m0])
+        reset = trace.manifest.regions[region].reset
+        rows = []
+        # The owner's last wait on the first word, if it waited: it consumed and then did not reset.
+        hi = np.searchsorted(eck, w.ckey(w.key[m0], launch), "right")
+        if hi > 0 and eck[hi - 1] == w.ckey(w.key[m0], launch):
+            rows.append(("owner's wait", int(ends[hi - 1])))
+        rows += [("last write", int(r)) for r in dict.fromkeys(w.row[members].tolist()).keys()][:_SHOW]
+        offs = [trace.decode_key(int(w.key[m]))[2] for m in members]
+        vals = sorted({int(w.after[m]) for m in members})
+        dl = trace.describe(int(w.row[m0]))
+        shown = ", ".join(map(str, offs[:_SHOW])) + (" ..." if len(offs) > _SHOW else "")
+        msg = (f"rank {own} launch {launch}: {len(offs)} word(s) of {P.region_name(trace, region)} not back at "
+               f"reset {reset} at the end of the launch (offsets {shown}; value(s) {', '.join(map(str, vals))}); "
+               f"last written by rank {dl['rank']} core {dl['core']} seq {dl['seq']} ({dl['kind']}); rank {own} "
+               f"should have reset them")
+        conf = P.confidence_for(trace, ranks=sorted({own, dl["rank"]})) or Confidence.INFERRED
+        first = rows[0][1]
+        return self.hit(msg, rows=tuple(rows), confidence=conf,
+                        key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
+                        location={"rank": own, "launch": launch, "region": P.region_name(trace, region),
+                                  "offset": off0},
+                        extra={"owner": own, "words": len(offs), "offsets": offs[:_SHOW], "values": vals})
