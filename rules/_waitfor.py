@@ -10,7 +10,7 @@ nodes it waits behind; a cycle with no outside cause is a deadlock.
 Cause links are (code, (rank, core, seq)) of the cause's primary event:
 MT501 the route, MT301 the deliver, MT204 the wait_begin, MT105 the
 misdirected write, MT103 the last event of the stopped core
-((rank, -1, -1) for a missing dump), MT101 / MT102 the stuck
+((rank,) for a missing dump: it has no event), MT101 / MT102 the stuck
 wait_begin / barrier_begin, MT104 the smallest wait_begin of the cycle.
 """
 

@@ -88,7 +88,7 @@ class Builder:
             return f"core {n.core} in barrier #{n.instance} of launch {n.launch}"
         name = self.trace.manifest.regions[n.region].name
         what = "timed out on" if n.end_row >= 0 else "waits on"
-        return f"core {n.core} {what} {name}[{n.slot}] of rank {n.rank}"
+        return f"core {n.core} {what} {name}[{n.slot}]"
 
     def write_text(self, i: int) -> str:
         tb = self.tables
@@ -180,17 +180,25 @@ class Builder:
                         f"rank {int(t['rank'][r])} took {int(t['delivered'][r])} of {int(t['requested'][r])} "
                         f"rows from rank {int(t['src_rank'][r])} for local expert {int(t['local_expert'][r])}", r))
         if index != "token_topk" and self.NE is not None:
-            rr = self.tables.r_rows
-            mine = rr[(t["rank"][rr] == p) & (t["launch"][rr] == w.launch)]
-            e = self.expert[mine].astype(np.int64)
-            bad = mine[~self.expert_valid(e) & ((self.sentinel is None) | (e != (self.sentinel or 0)))]
-            dst = self.dst_rank[bad].astype(np.int64)
-            toward = bad[dst == w.rank]
+            bad = self._invalid_routes()
+            bad = bad[(t["rank"][bad] == p) & (t["launch"][bad] == w.launch)]
+            toward = bad[self.dst_rank[bad].astype(np.int64) == w.rank]
             for r in (toward if len(toward) else bad).tolist()[:8]:
                 out.append(("MT501", self.key_of_row(r),
                             f"its route token {int(t['token'][r])} topk {int(t['topk'][r])} has expert "
                             f"{int(self.expert[r])}, outside [0, {self.NE})", r))
         return out
+
+    def _invalid_routes(self) -> np.ndarray:
+        """Rows of routes whose expert is out of range and not the sentinel (MT501's predicate)."""
+        if not hasattr(self, "_bad_routes"):
+            rr = self.tables.r_rows
+            e = self.expert[rr].astype(np.int64)
+            bad = ~self.expert_valid(e)
+            if self.sentinel is not None:
+                bad &= e != self.sentinel
+            self._bad_routes = rr[bad]
+        return self._bad_routes
 
     # ---- ranks that stopped ----------------------------------------------
     def stop_key(self, p: int) -> tuple[int, int, int]:

@@ -1,0 +1,56 @@
+"""MT105: the producer a stuck wait expects wrote another slot or another rank instead."""
+
+from __future__ import annotations
+
+from ._waitfor import analyze
+from .base import Confidence, Family, Rule, Severity
+
+
+class WrongTarget(Rule):
+    """A write into the waited-on region that went to the wrong slot or the wrong rank.
+
+    What it does
+        For each producer a stuck wait expects that never wrote the waited
+        slot in that launch, looks at what it wrote into the same region in
+        the same launch. A write is misdirected when the region's index says
+        another rank produces that slot (wrong slot), or when it is the same
+        slot on another rank where nobody waits in that launch (wrong peer).
+        One hit per misdirected write, naming the wait it leaves stuck.
+
+    Why it matters
+        An off-by-one in a slot formula, or a peer computed from the wrong
+        rank variable, releases nobody and hangs the rank that should have
+        been released, while the trace shows the producer "did signal".
+
+    Example
+        Rank 1 should signal flag[1] of rank 0 (index rank: slot = writer);
+        it signals flag[0] of rank 0 instead. Rank 0's wait on flag[1] is
+        stuck; MT105 names the signal, and the MT101 hit is caused by it.
+
+    Evidence
+        The misdirected write, and the stuck wait it should have released.
+    """
+
+    code = "MT105"
+    name = "wrong-target"
+    family = Family.HANG
+    severity = Severity.ERROR
+    summary = "a producer wrote another slot or rank than the one a stuck wait expects"
+
+    def check(self, trace, ctx):
+        wf = analyze(trace)
+        b = wf.builder
+        for key, entry in sorted(wf.wrong.items()):
+            waits = [wf.nodes[i] for i in dict.fromkeys(entry["waits"])]
+            where = b.write_text(entry["write"])
+            expects = "; ".join(f"{b.node_text(n.id)} (expects it from rank {key[0]})" for n in waits[:4])
+            gap = b.gap_of_rank(key[0])
+            msg = (f"rank {key[0]} core {key[1]} launch {int(trace['launch'][entry['row']])} wrote {where}, "
+                   f"instead of the slot a stuck wait needs: {expects}")
+            if gap:
+                msg += f" [gap: {gap}]"
+            yield self.hit(msg, rows=(("misdirected write", entry["row"]),)
+                           + tuple(("left stuck", n.row) for n in waits[:4]), key=key,
+                           confidence=Confidence.PARTIAL_TRACE if gap else Confidence.INFERRED,
+                           extra={"write": b.write_text(entry["write"]),
+                                  "waits": [list(n.key) for n in waits]})
