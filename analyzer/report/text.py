@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from analyzer.finding import Finding
 
 _MAX_EVIDENCE = 8
+_CMPS = ("eq", "ne", "gt", "ge", "lt", "le")
 _MAX_IDS = 6
 _COLORS = {"error": "31;1", "warning": "33;1", "note": "36", "head": "1", "dim": "2"}
 
@@ -121,7 +122,10 @@ def _class_text(f: "Finding", cls: Any) -> str:
     if isinstance(cls, tuple) and len(cls) == 4:
         site, region, cmp, target = cls
         src = f" ({f.location.source})" if f.location.source and f.location.site == site else ""
-        return f"wait at site {site}{src} on {region} until {cmp} {target}"
+        at = "" if site is None else f" at site {site}{src}"
+        if cmp in _CMPS:
+            return f"wait{at} on {region} until {cmp} {target}"
+        return f"{region}{at}, {cmp} {target}"  # e.g. a barrier: (site, 'barrier', scope, instance)
     if isinstance(cls, tuple) and len(cls) == 2:
         site, region = cls
         parts = [f"site {site}" + (f" ({f.location.source})" if f.location.source else "")] if site is not None \
