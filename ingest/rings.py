@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from .contract import COLUMN, COLUMNS, SCHEMA, Kind
 from .errors import TraceError
+from .jsonl import _RANK_FIELDS  # the same rank-valued fields as the JSON-lines reader checks
 from .manifest import Manifest
 from .ring_layout import (HEADER_DTYPE, HEADER_SIZE, MAGIC, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS,
                           SLOT_OF, VERSION, kind_slots)
@@ -294,6 +295,11 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
             bad = valid & (raw >= nreg)
             if bad.any():
                 fail(bad, lambda i: f"{plan.column} id {int(raw[i])} unknown to the manifest's {nreg} regions")
+        if plan.column in _RANK_FIELDS:
+            bad = valid & ((raw < 0) | (raw >= manifest.ranks))
+            if bad.any():
+                fail(bad, lambda i: f"{Kind(int(kind[i])).wire} event: field {plan.column!r} = {int(raw[i])} is not "
+                                    f"a rank of the manifest (ranks 0..{manifest.ranks - 1})")
         if plan.column == "name":
             cols["name"] = _names(raw, valid, manifest, fail)
             continue
