@@ -1,0 +1,118 @@
+"""MT204: a generation counter compared with == where a peer can be ahead."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import Cmp, Outcome
+
+from . import _passes as P
+from . import _words as W
+from ._jit import kernel
+from .base import Confidence, Family, Rule, Severity
+
+NULL64 = P.NULL64
+
+
+@kernel
+def _final_max(key, after, out):
+    # Per word, the largest value it was seen to hold (a generation only grows).
+    cur = NULL64
+    for i in range(len(key)):
+        if i == 0 or key[i] != key[i - 1]:
+            cur = NULL64
+        if after[i] != NULL64 and after[i] > cur:
+            cur = after[i]
+        out[i] = cur
+
+
+class GenerationEq(Rule):
+    """An `eq` wait on a monotonic (generation) region.
+
+    What it does
+        Looks at every wait_begin with `cmp eq` on a region marked
+        `monotonic`. Error: the wait is stuck (no wait_end) or timed out,
+        and its word already holds a value beyond the target (the timeout's
+        observed value, or the largest value the trace wrote to the word).
+        Warning: every other eq compare on a monotonic counter, one hit per
+        (region, site) with the number of waits in `extra`.
+
+    Why it matters
+        A generation only grows. A peer that has already entered the next
+        round writes target+1, and an `==` wait spins forever on a value it
+        has passed. SHMEM's barrier accepts `count` or `count+1` for exactly
+        this reason; `>=` (modulo wrap) is the safe compare.
+
+    Example
+        rank 1 signals gen[0]=8 (its next barrier); rank 0 waits gen[0] eq 7
+        and never returns -- wait with ge 7.
+
+    Evidence
+        The wait_begin (first), its wait_end if it has one, and the write
+        that took the word beyond the target.
+    """
+
+    code = "MT204"
+    name = "generation-eq"
+    family = Family.STALE_FLAG
+    severity = Severity.WARNING
+    summary = "Generation (monotonic) compared with == where a peer can already be ahead"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        kind = trace["kind"]
+        rt = P.region_table(trace)
+        reg = trace["region"].astype(np.int64)
+        mono = (reg >= 0) & rt["monotonic"][np.where(reg >= 0, reg, 0)]
+        begins = np.flatnonzero((kind == P.K_WBEGIN) & (trace["cmp"] == int(Cmp.EQ)) & mono)
+        if not len(begins):
+            return
+        b2e, _ = P.wait_pairs(trace)
+        end = b2e[begins]
+        target = trace["value"].astype(np.int64)[begins]
+        w = W.words(trace)
+        vmax = np.full(len(w.row), NULL64, np.int64)
+        if len(w.row):
+            _final_max(w.key, w.after, vmax)
+        bkey = trace.key[begins]
+        # The word's largest value: the last entry of its key in the sorted words.
+        at = np.searchsorted(w.key, bkey, "right") - 1 if len(w.row) else np.full(len(begins), -1)
+        has = (at >= 0) & (w.key[np.maximum(at, 0)] == bkey) if len(w.row) else np.zeros(len(begins), bool)
+        held = np.where(has, vmax[np.maximum(at, 0)] if len(w.row) else NULL64, NULL64)
+        timed = (end >= 0) & (trace["outcome"][np.maximum(end, 0)] == int(Outcome.TIMEOUT))
+        held = np.where(timed, trace["observed"][np.maximum(end, 0)], held)
+        stuck = (end < 0) | timed
+        beyond = stuck & (held != NULL64) & (held > target)
+        for i in np.flatnonzero(beyond):
+            yield self._error(trace, w, int(begins[i]), int(end[i]), int(held[i]), bool(timed[i]))
+        rest = np.flatnonzero(~beyond)
+        if not len(rest):
+            return
+        site = trace["site"].astype(np.int64)[begins[rest]]
+        _, first, counts = np.unique(np.stack((reg[begins[rest]], site)), axis=1, return_index=True,
+                                     return_counts=True)
+        for f, c in sorted(zip(first.tolist(), counts.tolist())):
+            b = int(begins[rest[f]])
+            d = trace.describe(b)
+            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: wait {d['region']}[{d['offset']}] eq "
+                   f"{d['value']} on a generation counter ({c} such wait(s) at this site); a peer already in "
+                   f"the next round writes a larger value and the == never holds again: compare with ge")
+            yield self.hit(msg, rows=(("eq wait", b),), key=(d["rank"], d["core"], d["seq"]),
+                           confidence=Confidence.INFERRED, extra={"waits": int(c), "site": d.get("site")})
+
+    def _error(self, trace, w, b, e, held, timed):
+        d = trace.describe(b)
+        rows = [("eq wait", b)] + ([("wait_end", e)] if e >= 0 else [])
+        key = int(trace.key[b])
+        lo, hi = np.searchsorted(w.key, key, "left"), np.searchsorted(w.key, key, "right")
+        cand = np.flatnonzero(w.after[lo:hi] == held)
+        if len(cand):
+            rows.append(("write beyond target", int(w.row[lo + cand[0]])))
+        state = "timed out" if timed else "is stuck"
+        msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: wait {d['region']}[{d['offset']}] eq "
+               f"{d['value']} {state} while the word already holds {held}, beyond the target: a peer is "
+               f"ahead and == never holds again; compare with ge")
+        conf = P.confidence_for(trace, ranks=range(trace.manifest.ranks)) or Confidence.CERTAIN
+        return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                        severity=Severity.ERROR, extra={"target": d["value"], "held": held})
