@@ -217,10 +217,21 @@ def _decode(path: Path, data: bytes, first: int) -> str:
         raise TraceError(path, f"line {line}", f"not valid UTF-8 text: {e.reason}") from None
 
 
-def read_jsonl(path: str | Path, manifest: Manifest) -> JsonlChunk:
-    """Read and validate one JSON-lines file into a contract table (rows in file order)."""
+def read_jsonl(path: str | Path, manifest: Manifest, *, fast: bool = True) -> JsonlChunk:
+    """Read and validate one JSON-lines file into a contract table (rows in file order).
+
+    ``fast`` first tries pyarrow's JSON reader with vectorised checks
+    (``ingest.jsonl_fast``); whenever that path is not sure, the file is read
+    again line by line here, which decides and names the offending line.
+    """
     path = Path(path)
     compression = detect_compression(path)
+    if fast:
+        from .jsonl_fast import read_fast
+
+        got = read_fast(path, manifest, compression)
+        if got is not None:
+            return JsonlChunk(*got)
     kind_specs = {k.wire: _KindSpec(k, manifest) for k in FIELDS}
     kinds = ", ".join(kind_specs)
     last_seq: dict[int, int] = {}

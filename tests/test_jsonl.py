@@ -115,3 +115,27 @@ def test_big_values_fit_int64(tmp_path):
     chunk = _read(write_trace(tmp_path, [c("write", region="counts", offset=0, nbytes=4, value=big),
                                          c("write", region="counts", offset=0, nbytes=4, value=-big - 1)]))
     assert chunk.table.column("value").to_pylist() == [big, -big - 1]
+
+
+@pytest.mark.parametrize("compression", [None, "gzip", "zstd"])
+def test_fast_path_takes_valid_files(tmp_path, compression):
+    from ingest.jsonl_fast import read_fast
+
+    p = write_trace(tmp_path, _events(), compression=compression)
+    got = read_fast(p, Manifest.load(tmp_path / "manifest.json"), compression)
+    assert got is not None
+    table, lines = got
+    assert table.equals(read_jsonl(p, Manifest.load(tmp_path / "manifest.json"), fast=False).table)
+    assert lines.tolist() == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("bad", [
+    {"kind": "put"},  # missing fields
+    {"rank": 0, "core": 0, "seq": 1, "ts": 1, "launch": 0, "kind": "fence", "value": 3},  # extra field
+    {"rank": 0, "core": 0, "seq": 1, "ts": 1, "launch": 0, "kind": "quiet", "engine": "warp"},
+])
+def test_fast_path_declines_bad_files(tmp_path, bad):
+    from ingest.jsonl_fast import read_fast
+
+    p = write_trace(tmp_path, _events() + [bad])
+    assert read_fast(p, Manifest.load(tmp_path / "manifest.json"), None) is None

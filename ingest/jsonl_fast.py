@@ -1,0 +1,197 @@
+"""The optimistic JSON-lines path: pyarrow's C++ JSON reader plus vectorised checks.
+
+It only ever says "valid, here is the table" or "not sure": on anything it
+cannot vouch for (a parse error, an unexpected key, a blank line, a value out
+of range, a seq step back...) it returns None, and ``ingest.jsonl`` reads the
+file again line by line, which is authoritative and words the error. So the
+two paths accept exactly the same files and this one never has to explain.
+
+Every check is derived from ``ingest.contract`` like the line-by-line path's.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from .contract import ALLOWED, COLUMN, COLUMNS, ENVELOPE, FIELDS, SCHEMA, Kind, json_name, kind_columns
+from .manifest import Manifest
+
+_CHUNK = 1 << 26
+# Two objects on one line. A match inside a string only costs a careful re-read.
+_MULTI = re.compile(rb"\}[ \t\r\f\v]*\{")
+_RANK_FIELDS = ("rank", "peer", "dst_rank", "src_rank")
+
+
+class _NotSure(Exception):
+    pass
+
+
+def _plan():
+    """JSON key -> [(column, kinds carrying it under that key)], and the read schema."""
+    keys: dict[str, dict[str, set[int]]] = {}
+    for kind in FIELDS:
+        for col in tuple(c for c in ENVELOPE if c != "kind") + kind_columns(kind):
+            keys.setdefault(json_name(kind, col), {}).setdefault(col, set()).add(int(kind))
+    fields = [pa.field("kind", pa.string())]
+    for key, cols in keys.items():
+        spec = COLUMN[next(iter(cols))]
+        numeric = spec.enum is None and spec.ref is None and spec.type != pa.string()
+        fields.append(pa.field(key, pa.int64() if numeric else pa.string()))
+    return keys, pa.schema(fields)
+
+
+_KEYS, _READ_SCHEMA = _plan()
+_NKINDS = max(FIELDS) + 1
+
+
+def _kind_mask(kinds) -> np.ndarray:
+    m = np.zeros(_NKINDS, dtype=bool)
+    m[list(kinds)] = True
+    return m
+
+
+def _chunks(path: Path, compression: str | None):
+    with pa.input_stream(str(path), compression=compression) as stream:
+        tail = b""
+        while True:
+            block = stream.read(_CHUNK)
+            if not block:
+                break
+            buf = tail + block
+            cut = buf.rfind(b"\n") + 1
+            tail = buf[cut:]
+            if cut:
+                yield buf[:cut]
+        if tail.strip():
+            yield tail + b"\n"
+        elif tail:
+            raise _NotSure  # a whitespace-only unterminated last line: leave it to the careful path
+
+
+def _parse(data: bytes) -> pa.Table:
+    if _MULTI.search(data):
+        raise _NotSure
+    table = pj.read_json(pa.BufferReader(data),
+                         read_options=pj.ReadOptions(block_size=1 << 20),  # larger blocks measured slower
+                         parse_options=pj.ParseOptions(explicit_schema=_READ_SCHEMA,
+                                                       unexpected_field_behavior="error"))
+    # pyarrow skips blank lines; with one object per line at most, any blank
+    # line shows as rows != lines (and would shift row -> line numbers).
+    if table.num_rows != data.count(b"\n"):
+        raise _NotSure
+    return table
+
+
+def _np(col) -> np.ndarray:
+    return col.to_numpy(zero_copy_only=False)
+
+
+def _codes(col: pa.ChunkedArray, names: list[str]) -> np.ndarray:
+    """Index of each value in ``names``; -1 for null or unknown."""
+    idx = pc.index_in(col, value_set=pa.array(names, pa.string()))
+    return _np(idx.fill_null(-1)).astype(np.int64)
+
+
+def validate(raw: pa.Table, manifest: Manifest) -> pa.Table:
+    """The contract table for ``raw`` (one file's rows in order), or _NotSure."""
+    n = raw.num_rows
+    kind_names = [k.wire for k in Kind]
+    kind = _codes(raw.column("kind"), kind_names)
+    if n and (kind < 0).any():
+        raise _NotSure
+    kinds = np.array([int(Kind.from_wire(k)) for k in kind_names])[kind] if n else kind
+    out: dict[str, np.ndarray | pa.Array] = {"kind": pa.array(kinds.astype(np.int8))}
+    values: dict[str, np.ndarray] = {}
+    valid: dict[str, np.ndarray] = {}
+    for key, cols in _KEYS.items():
+        col = raw.column(key)
+        present = _np(col.is_valid())
+        carriers = np.zeros(n, dtype=bool)
+        for cname, ks in cols.items():
+            spec = COLUMN[cname]
+            rows = _kind_mask(ks)[kinds]
+            carriers |= rows
+            req = _kind_mask([k for k in ks if cname in FIELDS[Kind(k)][0] or cname in ENVELOPE])[kinds]
+            if (req & ~present).any():
+                raise _NotSure
+            here = rows & present
+            if spec.enum is not None or spec.ref == "region":
+                if spec.ref == "region":
+                    names = [r.name for r in manifest.regions]
+                    code_of = np.arange(len(names), dtype=np.int64)
+                else:
+                    names = [m.wire for m in spec.enum]
+                    code_of = np.array([int(m) for m in spec.enum], dtype=np.int64)
+                idx = _codes(col, names)
+                if (here & (idx < 0)).any():
+                    raise _NotSure
+                v = np.where(idx >= 0, code_of[np.maximum(idx, 0)] if len(names) else 0, 0)
+                for k in ks:
+                    allowed = ALLOWED.get((Kind(k), cname))
+                    if allowed is not None:
+                        sel = here & (kinds == k)
+                        if not np.isin(v[sel], np.array(sorted(allowed), dtype=np.int64)).all():
+                            raise _NotSure
+            elif spec.type == pa.string():
+                v = None
+            else:
+                v = _np(col.fill_null(0))
+                bits = spec.type.bit_width
+                lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+                if cname in _RANK_FIELDS:
+                    lo, hi = 0, manifest.ranks - 1
+                elif cname == "core":
+                    lo, hi = 0, manifest.cores - 1
+                if bits < 64 or cname in _RANK_FIELDS or cname == "core":
+                    sel = v[here]
+                    if len(sel) and (sel.min() < lo or sel.max() > hi):
+                        raise _NotSure
+            if v is None:
+                out[cname] = col  # exact: a string key on a kind without it fails below
+                continue
+            if cname in values:
+                values[cname] = np.where(here, v, values[cname])
+                valid[cname] |= here
+            else:
+                values[cname] = np.where(here, v, 0)
+                valid[cname] = here.copy()
+        if (present & ~carriers).any():
+            raise _NotSure  # a field the event's kind does not carry
+    for cname, v in values.items():
+        spec = COLUMN[cname]
+        dtype = np.dtype(spec.type.to_pandas_dtype())
+        arr = v.astype(dtype)
+        out[cname] = pa.array(arr, type=spec.type, mask=~valid[cname] if not valid[cname].all() else None)
+    arrays = [out[c.name] if c.name in out else pa.nulls(n, c.type) for c in COLUMNS]
+    return pa.Table.from_arrays([a if isinstance(a, (pa.Array, pa.ChunkedArray)) else pa.array(a) for a in arrays],
+                                schema=SCHEMA)
+
+
+def _seq_ok(table: pa.Table) -> bool:
+    rank = _np(table.column("rank")).astype(np.int64)
+    core = _np(table.column("core")).astype(np.int64)
+    seq = _np(table.column("seq"))
+    key = (rank << 16) | core
+    order = np.argsort(key, kind="stable")
+    k, s = key[order], seq[order]
+    return not ((k[1:] == k[:-1]) & (s[1:] <= s[:-1])).any()
+
+
+def read_fast(path: Path, manifest: Manifest, compression: str | None):
+    """(table, line numbers) or None when the careful path must decide."""
+    try:
+        tables = [validate(_parse(data), manifest) for data in _chunks(path, compression)]
+    except (_NotSure, pa.ArrowException, OSError, ValueError):
+        return None
+    if not tables:
+        return None
+    table = pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0].combine_chunks()
+    if not _seq_ok(table):
+        return None
+    return table, np.arange(1, table.num_rows + 1, dtype=np.int64)
