@@ -1,0 +1,97 @@
+"""The compiled kernels of the MT2xx-MT5xx rules agree with their pure-Python originals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ingest.contract import Engine, Kind, Op, PipeEvent, PipeOp, Scope
+from rules import _passes as P
+from rules import _words as W
+from rules import mt401_signal_before_payload as m401
+from rules import mt402_atomic_none_undrained as m402
+from rules import mt404_amo_used_before_quiet as m404
+from rules import mt406_overlapping_output_writes as m406
+
+NRANKS = 4
+
+
+def _trace(seed, n=400):
+    rng = np.random.default_rng(seed)
+    kinds = np.array([int(k) for k in Kind], np.int8)
+    a = {
+        "kind": rng.choice(kinds, n).astype(np.int8),
+        "engine": rng.choice(np.array([int(e) for e in Engine] + [P.NULL8], np.int8), n),
+        "peer": rng.choice(np.array(list(range(NRANKS)) + [P.NULL16], np.int16), n),
+        "op": rng.choice(np.array([int(o) for o in Op], np.int8), n),
+        "scope": rng.choice(np.array([int(s) for s in Scope], np.int8), n),
+        "pipe_op": rng.choice(np.array([int(p) for p in PipeOp], np.int8), n),
+        "event": rng.choice(np.array([int(e) for e in PipeEvent], np.int8), n),
+        "launch": np.sort(rng.integers(0, 3, n)).astype(np.int32),
+        "key": rng.integers(-1, 20, n).astype(np.int64),
+        "flag": rng.random(n) < 0.3,
+    }
+    cuts = np.sort(rng.choice(np.arange(1, n), 5, replace=False))
+    a["seg"] = np.concatenate(([0], cuts, [n])).astype(np.int64)
+    return a
+
+
+def _both(fn, make_outs, *args):
+    outs_c, outs_p = make_outs(), make_outs()
+    fn(*args, *outs_c)
+    fn.py_func(*args, *outs_p)
+    for c, p in zip(outs_c, outs_p):
+        np.testing.assert_array_equal(c, p)
+
+
+def _full(n, k=1, fill=-1, dtype=np.int64):
+    return lambda: tuple(np.full(n, fill, dtype) for _ in range(k))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kernels_match_py_func(seed):
+    a = _trace(seed)
+    n = len(a["kind"])
+    _both(P._phase_kernel, lambda: (np.zeros(n, np.int32), np.zeros(n, np.int32)),
+          a["seg"], a["kind"], a["scope"], a["pipe_op"], a["launch"])
+    for fences in (False, True):
+        _both(P._cover_kernel, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], fences, NRANKS)
+    _both(P._atomic_kernel, _full(n), a["seg"], a["kind"], a["op"])
+    _both(P._wait_kernel, _full(n, 2), a["seg"], a["kind"])
+    ordered = np.zeros(P.N_ENGINES, bool)
+    ordered[int(Engine.ROCE)] = True
+    _both(m401._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS)
+    _both(m402._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["op"], a["pipe_op"], a["event"])
+    _both(m404._scan, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], a["key"], NRANKS)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sweep_and_simulate_match_py_func(seed):
+    rng = np.random.default_rng(100 + seed)
+    m = 300
+    group = np.sort(rng.integers(0, 5, m)).astype(np.int64)
+    start = rng.integers(0, 50, m).astype(np.int64)
+    order = np.lexsort((start, group))
+    group, start = group[order], start[order]
+    end = start + rng.integers(1, 8, m)
+    core = rng.integers(0, 3, m).astype(np.int64)
+    _both(m406._sweep, _full(m), group, start, end, core)
+    key = np.sort(rng.integers(0, 10, m)).astype(np.int64)
+    launch = rng.integers(0, 3, m).astype(np.int64)
+    order = np.lexsort((launch, key))
+    key, launch = key[order], launch[order]
+    op = rng.choice(np.array([P.OP_SET, P.OP_ADD], np.int64), m)
+    value = np.where(rng.random(m) < 0.1, P.NULL64, rng.integers(-3, 9, m)).astype(np.int64)
+    init = rng.integers(-1, 2, m).astype(np.int64)
+    known = rng.random(m) < 0.5
+    _both(W._simulate, lambda: (np.zeros(m, np.int64), np.zeros(m, bool)), key, launch, op, value, init, known)
+
+
+def test_sweep_finds_overlap_with_other_core_only():
+    group = np.zeros(3, np.int64)
+    start = np.array([0, 5, 6], np.int64)
+    end = np.array([10, 8, 7], np.int64)
+    core = np.array([0, 0, 1], np.int64)
+    hit = np.full(3, -1, np.int64)
+    m406._sweep(group, start, end, core, hit)
+    assert hit.tolist() == [-1, -1, 0]
