@@ -3,17 +3,20 @@
 Every check is derived from ``ingest.contract`` (``FIELDS``, ``COLUMN``,
 ``ALLOWED``, ``JSON_NAME``) and the manifest; nothing here lists fields.
 
-Speed: the reader groups rows by kind while it reads. A kind's field set is
-fixed, so each line costs one ``json.loads``, one dict lookup for its kind's
-spec and one list append per field; columns are assembled once at the end
-with numpy scatters instead of per-row ``None`` padding of 40 columns.
+Two paths. ``ingest.jsonl_fast`` parses with pyarrow's JSON reader and checks
+whole columns at once; it answers only "valid" or "not sure". This module's
+line-by-line path is the authority: it runs when the fast one is not sure,
+and names the first offending line. Per line it costs one C-scanner JSON
+decode, one dict lookup for the kind and a generated straight-line check per
+kind; rows are kept per kind (a kind's field set is fixed, so no per-row
+padding of 40 columns) and put back in file order at the end.
 """
 
 from __future__ import annotations
 
 import json
-from json.scanner import make_scanner
 from dataclasses import dataclass, field
+from json.scanner import make_scanner
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +77,8 @@ def _blocks(path: Path, compression: str | None):
             try:
                 block = stream.read(_BLOCK)
             except (OSError, pa.ArrowException, EOFError) as e:
-                raise TraceError(path, "", f"corrupt or truncated {compression or ''} data: {e}".replace("  ", " ")) from None
+                what = f"{compression} data" if compression else "file"
+                raise TraceError(path, "", f"corrupt or truncated {what}: {e}") from None
             if not block:
                 return
             yield block
