@@ -48,7 +48,8 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False)
     else:
         lines.append("complete trace: no events lost, every rank present")
     roots = [f for f in report.findings if f.is_root and (f.explains or f.severity == "error")]
-    others = [f for f in report.findings if f.is_root and f not in roots]
+    shown = {f.id for f in roots}
+    others = [f for f in report.findings if f.is_root and f.id not in shown]
     by_id = {f.id: f for f in report.findings}
     if roots:
         lines += ["", paint(f"ROOT CAUSES ({len(roots)})", "head")]
