@@ -137,7 +137,9 @@ class Classic(Kernel):
                 gs = gslot[loc == e]
                 if len(gs):
                     m.emit(c, [m.put(c, Engine.MTE, dst, READY, gs * SLOT, ONES, SLOT)])
-                    m.emit(c, [m.quiet(c, Engine.MTE)])
+                    yield  # the ready puts are in flight while the core reaches its quiet
+                    if not nq:
+                        m.emit(c, [m.quiet(c, Engine.MTE)])
                 peer, seg = dst, e * P + r
                 if self.plan.hit("wrong-peer", rank=r, core=c.core, round=g) and e == 0:
                     peer = (dst + 1) % P
@@ -146,8 +148,9 @@ class Classic(Kernel):
                 cnt = int(counts[e])
                 m.emit(c, [m.info(Kind.COUNT, 1, peer=peer, local_expert=e, value=cnt, capacity=S),
                            m.put(c, Engine.MTE, peer, COUNT, seg * SLOT, np.array([1, cnt, 0, 0, 0, 0, 0, 0]),
-                                 SLOT, value=cnt), m.quiet(c, Engine.MTE)])
-            yield
+                                 SLOT, value=cnt)])
+                yield
+                m.emit(c, [m.quiet(c, Engine.MTE)])
         if stop:
             return False
         yield m.barrier(("core", r, g), p.cores, Scope.CORE)  # aclshmemi_barrier_core_soft
@@ -235,6 +238,13 @@ class Classic(Kernel):
                 m.emit(c, [m.put(c, Engine.SDMA, owner, CDATA, slot * H, y[rows], H)])
                 m.emit(c, [m.quiet(c, Engine.SDMA)])
                 m.emit(c, [m.put(c, Engine.MTE, owner, CSTATUS, slot * SLOT, ONES, SLOT)])
+                m.emit(c, [m.quiet(c, Engine.MTE)])
+            elif self.plan.hit("missing-quiet", rank=r, core=c.core, round=g):
+                for i in range(0, len(rows), 4):  # the row loop takes time: earlier rows are in flight
+                    j = slice(i, i + 4)
+                    d = m.put(c, Engine.MTE, owner, CDATA, slot[j] * H, y[rows[j]], H)
+                    m.emit(c, [d, m.put(c, Engine.MTE, owner, CSTATUS, slot[j] * SLOT, ONES, SLOT)])
+                    yield  # data and status both in flight: nothing orders them
                 m.emit(c, [m.quiet(c, Engine.MTE)])
             else:
                 d = m.put(c, Engine.MTE, owner, CDATA, slot * H, y[rows], H)

@@ -45,7 +45,8 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
     FaultSpec("ready-not-reset", "stale-flag",
               "the consumer does not reset the ready slots to 0 after taking them",
               "next round the ready slots already read 1: the consumer takes payload before it lands "
-              "(stale rows)", ("rank", "round"), min_rounds=2),
+              "(stale rows); in classic/doubleplane the count slot, sent after the ready quiet, gates "
+              "the read, so it stays latent unless the count is stale too", ("rank", "round"), min_rounds=2),
     FaultSpec("count-not-reset", "stale-flag",
               "the consumer does not reset the count slots to -1",
               "next round the consumer reads last round's counts: it takes the wrong number of rows "

@@ -27,7 +27,8 @@ from .recorder import CoreLog, Part, Sites
 
 __all__ = ["Machine", "Wait", "Barrier", "RunResult", "RegionSpec"]
 
-_WINDOW = 4096  # groups examined per wait evaluation: bounds the cost of one check
+_WINDOW = 4096
+rng_random = np.random.Generator.random  # groups examined per wait evaluation: bounds the cost of one check
 
 
 def _cond(v: np.ndarray, cmp: int, value, hi) -> np.ndarray:
@@ -132,6 +133,9 @@ class Machine(Ops):
         self._pending = self.heap._cores  # truthy while anything is in flight
         self._bar: dict[object, list[Core]] = {}
         self.events = 0
+        # Per-rank speed for this seed: most ranks full speed, some stragglers, so
+        # that races between fast and slow peers really come up.
+        self.speed = self.rng.choice([1.0, 1.0, 0.4, 0.1], size=ranks)
 
     # ---- setup -----------------------------------------------------------
     def core(self, rank: int, core: int) -> Core:
@@ -190,14 +194,27 @@ class Machine(Ops):
                 self._dirty.clear()
             if not self._run:
                 if self._pending:
-                    self.heap.land_random(rng)
+                    self.heap.land_random(rng, force=True)
                     continue
                 break
-            c = self._run[int(rng.integers(len(self._run)))] if len(self._run) > 1 else self._run[0]
+            c = self._pick(rng)
             self._step(c)
         stuck = [(c.rank, c.core, c.req) for c in self.cores if not c.done and c.gen is not None]
         return RunResult(hung=bool(stuck), steps=steps, stuck=stuck,
                          finished={(c.rank, c.core) for c in self.cores if c.done})
+
+    def _pick(self, rng) -> Core:
+        """A runnable core, slow ranks (stragglers) less often: rejection on the rank's speed."""
+        run = self._run
+        n = len(run)
+        if n == 1:
+            return run[0]
+        speed = self.speed
+        for _ in range(8):
+            c = run[int(rng.integers(n))]
+            if speed[c.rank] >= 1.0 or rng.random() < speed[c.rank]:
+                return c
+        return c
 
     def _step(self, c: Core) -> None:
         req = c.req
@@ -224,6 +241,10 @@ class Machine(Ops):
             self._unready(c)
             return
         c.req = nxt
+        if c.pend and rng_random(self.rng) < self.land_prob:
+            # What the core just issued is in flight while it runs on: part of it may
+            # land right away, before older transfers and before the next quiet.
+            self.heap.land_some(c, self.rng)
         if isinstance(nxt, Barrier):
             self._arrive(c, nxt)
 

@@ -18,6 +18,8 @@ from ingest.contract import Engine, Kind, Op, Role
 from ingest.manifest import Region
 
 _DTYPE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+# Chance that an early-delivery pick of a batch on this engine goes through.
+_EARLY = {Engine.MTE: 1.0, Engine.SDMA: 0.25, Engine.UDMA: 0.4, Engine.ROCE: 0.4, Engine.LOCAL: 1.0}
 
 
 @dataclass(frozen=True)
@@ -120,13 +122,22 @@ class Heap:
         if not keep:
             self._drop_core(c)
 
-    def land_random(self, rng) -> None:
-        """The scheduler delivers part of one batch early, respecting fences per peer."""
+    def land_random(self, rng, force: bool = False) -> None:
+        """The scheduler delivers part of one batch early, respecting fences per peer.
+
+        Newer batches are favoured (a 32 B flag write completes before a bulk payload
+        issued earlier) and the bulk engines deliver early less often than MTE: both
+        only shape which legal interleavings come up, never which are possible.
+        """
         cores = self._cores
-        c = cores[int(rng.integers(len(cores)))]
+        self.land_some(cores[int(rng.integers(len(cores)))], rng, force)
+
+    def land_some(self, c, rng, force: bool = False) -> None:
         pend = c.pend
-        i = int(rng.integers(len(pend)))
+        i = len(pend) - 1 if rng.random() < 0.5 else int(rng.integers(len(pend)))
         p = pend[i]
+        if not force and rng.random() >= _EARLY[p.engine]:
+            return
         for j in range(i):  # an older batch to the same peer behind a fence goes first
             q = pend[j]
             if q.peer == p.peer and q.fence < p.fence:
