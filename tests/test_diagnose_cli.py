@@ -146,6 +146,26 @@ def test_run_diagnose_for_other_commands(test_rules, ds):
     assert run_diagnose([ds], "text", buf, fail_on="never") == 0 and "\033[" not in buf.getvalue()
 
 
+def test_colour_only_on_a_terminal(test_rules, ds, monkeypatch):
+    from analyzer.commands.diagnose import run_diagnose
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    tty = Tty()
+    run_diagnose([ds], "text", tty)
+    assert "\033[31;1merror" in tty.getvalue()
+    tty = Tty()
+    run_diagnose([ds], "json", tty)
+    assert "\033[" not in tty.getvalue()  # machine formats never
+    monkeypatch.setenv("NO_COLOR", "1")
+    tty = Tty()
+    run_diagnose([ds], "text", tty)
+    assert "\033[" not in tty.getvalue()
+
+
 def test_rules_and_explain(test_rules):
     r = run_cli("rules")
     assert r.code == 0

@@ -115,8 +115,13 @@ def _physical(source: str | None) -> dict[str, Any] | None:
     if not source:
         return None
     path, line = _split_source(source)
-    # A relative URI reference: code scanning resolves it against the repository root.
-    phys: dict[str, Any] = {"artifactLocation": {"uri": quote(path.replace("\\", "/"), safe="/:@-._~")}}
+    path = path.replace("\\", "/")
+    # Relative paths stay relative URI references (code scanning resolves them
+    # against the repository root); absolute ones become file: URIs.
+    uri = quote(path, safe="/:@-._~")
+    if path.startswith("/"):
+        uri = "file://" + uri
+    phys: dict[str, Any] = {"artifactLocation": {"uri": uri}}
     if line is not None and line >= 1:
         phys["region"] = {"startLine": line}
     return phys
