@@ -15,6 +15,8 @@ from ingest.contract import Kind, Op
 from ._waitfor_scan import STOPPED, scan_cores
 from ._waitfor_tables import Tables
 
+_REMOTE = np.array([int(k) for k in (Kind.PUT, Kind.PUT_SIGNAL, Kind.SIGNAL, Kind.AMO)], dtype=np.int8)
+
 
 class Builder:
     def __init__(self, trace):
@@ -150,20 +152,36 @@ class Builder:
         if k not in self._mis:
             tb = self.tables
             idx = tb.writes_by(p, w.region, w.launch)
+            reset = self.trace.manifest.regions[w.region].reset
+            if reset is not None:  # a consumer putting its own slot back is no producer write
+                idx = idx[(tb.w_value[idx] != reset) | (tb.w_owner[idx] != p)]
             prod = producer_of(self, w.region, tb.w_owner[idx], tb.w_slot[idx], w.launch) if len(idx) else idx
             wrong_slot = (prod >= 0) & (prod != p)
             self._mis[k] = (idx, wrong_slot)
         idx, wrong_slot = self._mis[k]
         tb = self.tables
-        same_slot = (tb.w_slot[idx] == w.slot) & (tb.w_owner[idx] != w.rank)
-        peer = [i for i in idx[same_slot & ~wrong_slot].tolist()
-                if not self.tables.waited(int(tb.w_skey[i]), w.launch)]
-        out = sorted(set(idx[wrong_slot].tolist()) | set(peer))
+        same = idx[(tb.w_slot[idx] == w.slot) & ~wrong_slot]
+        other = same[tb.w_owner[same] != w.rank]
+        peer = [i for i in other.tolist() if not self.tables.waited(int(tb.w_skey[i]), w.launch)]
+        out = sorted(set(idx[wrong_slot].tolist()) | set(peer) | set(_surplus(self, same, w.rank)))
         for i in out:
             key = self.key_of_row(int(tb.w_row[i]))
             entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
             entry["waits"].append(w.id)
         return out
+
+    def share_to(self, rank: int, core: int, owner: int) -> float:
+        """Fraction of a core's remote writes (whole trace) that target ``owner``."""
+        t = self.trace
+        s = np.flatnonzero((self.seg_rank == rank) & (self.seg_core == core))
+        if not len(s):
+            return 0.0
+        seg = t.segments
+        lo, hi = int(seg[s[0]]), int(seg[s[0] + 1])
+        peer = t["peer"][lo:hi]
+        remote = np.isin(t["kind"][lo:hi], _REMOTE) & (peer != t.null("peer"))
+        n = int(remote.sum())
+        return float((peer[remote] == owner).sum()) / n if n else 0.0
 
     def dropped_routes(self, w, p: int) -> list[tuple]:
         """(code, key, text, row) of the dropped routes and clamped rows that explain p's silence."""
@@ -223,3 +241,28 @@ class Builder:
         for p in np.unique(self.seg_rank[self.seg_state == STOPPED]).tolist():
             self.stop_key(int(p))
         return dict(sorted(self._stops.items()))
+
+
+def _surplus(b, same: np.ndarray, owner: int) -> list[int]:
+    """p's writes of w's slot beyond what each peer usually gets: the copy meant for ``owner``.
+
+    An all-to-all writes the same slot once (or once per word) on every peer;
+    a wrong peer shows up as one rank getting it twice and the waiter never.
+    Of the duplicates, the misdirected ones come from the cores that mostly
+    write to other ranks (a core usually serves one peer).
+    """
+    tb = b.tables
+    if len(same) < 2:
+        return []
+    owners, counts = np.unique(tb.w_owner[same], return_counts=True)
+    if owner in owners.tolist() or len(owners) < 2:
+        return []
+    vals, freq = np.unique(counts, return_counts=True)
+    usual = int(vals[np.argmax(freq)])
+    out = []
+    for o, c in zip(owners.tolist(), counts.tolist()):
+        if c > usual:
+            dup = same[tb.w_owner[same] == o]
+            share = [b.share_to(int(tb.w_rank[i]), int(tb.w_core[i]), o) for i in dup]
+            out.extend(dup[np.argsort(share, kind="stable")][: c - usual].tolist())
+    return out
