@@ -22,6 +22,15 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+
+
+@app.callback()
+def _root() -> None:
+    """Trace analysis and post-mortem diagnosis for MoE all-to-all kernels."""
+    # A callback keeps typer in group mode even if only one command is registered,
+    # so `moetrace ingest X` never reads "ingest" as an argument.
+
+
 # Registration order is the order of `moetrace --help`.
 _COMMANDS = ("demo", "diagnose", "ingest", "query", "simulate", "rules")
 
