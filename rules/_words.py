@@ -136,9 +136,15 @@ def _build(trace) -> Words:
     ck = wkey * lspan + (wl - lmin)
 
     # after_wait: merge with the wait_ends of the same keys.
-    we = np.flatnonzero(kind == P.K_WEND)
+    # A multi-word wait (`words` on its begin) covers each of its words.
+    we = np.flatnonzero((kind == P.K_WEND) & (key >= 0))
+    _, e2b = P.wait_pairs(trace)
+    nw = trace["words"].astype(np.int64)[np.maximum(e2b[we], 0)]
+    nw = np.where((e2b[we] >= 0) & (nw > 0), nw, 1)
+    wk, wsrc = _expand(key[we], nw)
+    we = we[wsrc]
     rc_all = trace["rank"].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"].astype(np.int64)
-    mk = np.concatenate((ck, key[we] * lspan + (launch[we] - lmin)))
+    mk = np.concatenate((ck, wk * lspan + (launch[we] - lmin)))
     mrc = np.concatenate((rc_all[rows], rc_all[we]))
     mrow = np.concatenate((rows, we))
     mw = np.concatenate((np.zeros(len(rows), bool), np.ones(len(we), bool)))

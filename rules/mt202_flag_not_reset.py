@@ -17,7 +17,7 @@ class FlagNotReset(Rule):
     What it does
         For every word of a region with `reset` (and not `monotonic`), takes
         the value it holds at the end of each launch from the launch's writes
-        in happens-before order (barrier phases; a write after a wait on the
+        in happens-before order (unknown after a put that carries no value) (barrier phases; a write after a wait on the
         word on the same core follows the write that satisfied the wait) and
         reports words not at `reset`. Hits are grouped per (owner rank,
         region, launch) and located at the owner, who should have reset them.
@@ -68,7 +68,7 @@ class FlagNotReset(Rule):
         last_of_key = ~has_next | (w.key[nx] != w.key[li])
         excused[li] |= last_of_key & np.isin(w.key[li], keys_clean)
         bad = w.last & rt["has_reset"][w.region] & ~rt["monotonic"][w.region] & \
-            (w.after != P.NULL64) & (w.after != reset) & ~excused
+            (w.after != reset) & ~excused  # unknown (a put without a value) counts: nothing reset it
         idx = np.flatnonzero(bad)
         if not len(idx):
             return
@@ -101,7 +101,7 @@ class FlagNotReset(Rule):
             rows.append(("owner's wait", int(ends[hi - 1])))
         rows += [("last write", int(r)) for r in dict.fromkeys(w.row[members].tolist()).keys()][:_SHOW]
         offs = [trace.decode_key(int(w.key[m]))[2] for m in members]
-        vals = sorted({int(w.after[m]) for m in members})
+        vals = sorted({int(w.after[m]) if w.after[m] != P.NULL64 else "unknown" for m in members}, key=str)
         dl = trace.describe(int(w.row[m0]))
         shown = ", ".join(map(str, offs[:_SHOW])) + (" ..." if len(offs) > _SHOW else "")
         msg = (f"rank {own} launch {launch}: {len(offs)} word(s) of {P.region_name(trace, region)} not back at "
