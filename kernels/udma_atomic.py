@@ -1,0 +1,60 @@
+"""UDMA scalar atomic add (atomic-add pattern §2.3 / §6.3).
+
+Every rank adds its contribution word by word into each peer's accumulator with
+aclshmemx_udma_atomic_add, then aclshmemx_udma_quiet(pe) (the add is only
+submitted when the call returns), then an MTE signal sets its done slot on that
+peer. Core 0 of each rank waits every done slot, reads the sums, and resets
+accumulator and done slots for the next launch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import Cmp, Engine, Op, Role
+
+from .base import ReduceKernel
+from .sim.machine import RegionSpec
+
+ACC, DONE = 0, 1
+
+
+class UdmaAtomic(ReduceKernel):
+    name = "udma_atomic"
+    kernel_name = "udma_atomic_add"
+    doc = "UDMA scalar atomic add to every peer, UDMA quiet, then an MTE done flag"
+    faults = ("missing-quiet", "wrong-engine-quiet", "rank-stop")
+
+    @classmethod
+    def fault_bounds(cls, p):
+        return {"core": min(p.cores, p.ranks)}
+
+    def regions(self):
+        p = self.p
+        return [RegionSpec("acc", Role.OUTPUT, p.tokens * p.hidden),
+                RegionSpec("done", Role.FLAG, p.ranks, reset=0, index="rank")]
+
+    def body(self, m, c, g):
+        p, r = self.p, c.rank
+        P = p.ranks
+        contrib = self.contrib(g)[r]
+        m.emit(c, [m.kernel(c, self.kernel_name, True)])
+        words = np.arange(p.tokens * p.hidden)
+        skip = self.plan.hit("missing-quiet", rank=r, core=c.core, round=g)
+        wrong = self.plan.hit("wrong-engine-quiet", rank=r, core=c.core, round=g)
+        for peer in range(c.core, P, p.cores):
+            m.emit(c, [m.amo(c, Engine.UDMA, peer, ACC, words, Op.ADD, contrib[peer])])
+            yield
+            if not skip:
+                m.emit(c, [m.quiet(c, Engine.MTE if wrong else Engine.UDMA, None if wrong else peer)])
+            m.emit(c, [m.signal(c, Engine.MTE, peer, DONE, r, Op.SET, 1)])
+            yield
+        if c.core == 0:
+            w = m.wait(DONE, np.arange(P), Cmp.EQ, 1)
+            while not w.done:
+                g0, g1 = yield w
+                m.emit(c, m.wait_parts(w, g0, g1, c), skip=w.partial)
+                w.partial = 0
+            self.record(m, c, g, ACC)
+            m.emit(c, [m.write(c, ACC, words[:1], len(words), 0), m.write(c, DONE, np.arange(1), P, 0)])
+        m.emit(c, [m.kernel(c, self.kernel_name, False)])
