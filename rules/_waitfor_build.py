@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.contract import Kind, Op
+from ingest.contract import Kind, Op, Outcome
 
 from ._waitfor_scan import STOPPED, scan_cores
 from ._waitfor_tables import Tables
@@ -32,7 +32,9 @@ class Builder:
         self.seg_last_launch = t["launch"][np.maximum(last_row, 0)].astype(np.int64)
         self.stuck_begin, self.stuck_end = begin, end
         rows = np.where(begin >= 0, begin, end)
-        self.tables = Tables(t, {int(r) for r in np.unique(t["region"][rows]) if r >= 0})
+        # Every waited region, not only the stuck ones: a stale earlier wait can explain a hang.
+        waited = np.unique(t["region"][t["kind"] == Kind.WAIT_BEGIN]) if len(rows) else rows
+        self.tables = Tables(t, {int(r) for r in waited if r >= 0})
         self.P = m.ranks
         self.K = int(m.param("topk", 0) or 0)
         self.B = int(m.param("tokens", 0) or 0)
@@ -168,6 +170,64 @@ class Builder:
             key = self.key_of_row(int(tb.w_row[i]))
             entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
             entry["waits"].append(w.id)
+        return out
+
+    def wrote_others(self, p: int, w) -> int:
+        """How many other slots of w's region p wrote to w's rank in w's launch (not resets)."""
+        tb = self.tables
+        idx = tb.writes_by(p, w.region, w.launch)
+        idx = idx[tb.w_owner[idx] == w.rank]
+        reset = self.trace.manifest.regions[w.region].reset
+        if reset is not None:
+            idx = idx[tb.w_value[idx] != reset]
+        return len(np.unique(tb.w_slot[idx]))
+
+    def stale_candidates(self, w) -> list[tuple]:
+        """Earlier waits of w's rank and launch that the previous launch's leftover value already
+        satisfied: ((MT201, wait_end key), text). A stale count makes the waiter expect rows
+        nobody sends."""
+        k = (w.rank, w.launch)
+        if not hasattr(self, "_stale"):
+            self._stale = {}
+        if k not in self._stale:
+            self._stale[k] = self._find_stale(w.rank, w.launch)
+        return [c for c in self._stale[k] if c[0][1] != w.key]
+
+    def _find_stale(self, rank: int, launch: int) -> list[tuple]:
+        t, tb = self.trace, self.tables
+        if launch == 0:
+            return []
+        kind = t["kind"]
+        rk = t["rank"]
+        sel = np.flatnonzero((kind == Kind.WAIT_END) & (rk == rank) & (t["launch"] == launch)
+                             & (t["outcome"] != int(Outcome.TIMEOUT)))
+        begins = np.flatnonzero(kind == Kind.WAIT_BEGIN)
+        out = []
+        for e in sel.tolist()[:4096]:
+            j = int(np.searchsorted(begins, e)) - 1
+            if j < 0 or t["rank"][begins[j]] != rank or t["core"][begins[j]] != t["core"][e]:
+                continue
+            b = int(begins[j])
+            region = int(t["region"][b])
+            slot = tb.slot_of(region, int(t["offset"][b]))
+            skey = int(tb.skey(rank, region, slot))
+            hist = tb.history(skey, launch)
+            if not len(hist):
+                continue
+            # Stale: the slot has a reset value, yet its last write before this launch is no
+            # reset; the wait may have passed on the leftover (a put's value need not be the
+            # word compared, so the leftover itself is not checked against the target).
+            reset = t.manifest.regions[region].reset
+            v = int(tb.w_value[hist[-1]])
+            if reset is None or (v == reset and tb.w_op[hist[-1]] != Op.ADD):
+                continue
+            name = t.manifest.regions[region].name
+            out.append((("MT201", self.key_of_row(e)),
+                        f"rank {rank} core {int(t['core'][e])}'s earlier wait on {name}[{slot}] ended on a "
+                        f"slot never reset to {reset} after launch {int(tb.w_launch[hist[-1]])}: a stale "
+                        f"count or flag"))
+            if len(out) >= 4:
+                break
         return out
 
     def share_to(self, rank: int, core: int, owner: int) -> float:

@@ -146,6 +146,18 @@ def classify(b, w, p: int, via: str, why: str) -> Verdict:
 def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
     segs = b.cores_for(p, w)
     last = b.seg_last_launch[segs]
+    done = b.wrote_others(p, w)
+    if done:
+        # p already wrote its share of this region to the waiter and moved on: the slot was
+        # never due from it (the waiter counts more rows than p sent). Its later waits are no
+        # edge back, or every stale-count hang would read as a deadlock.
+        stale = b.stale_candidates(w)
+        dropped = b.dropped_routes(w, p)
+        causes = tuple((d[0], d[1]) for d in dropped) + tuple(c for c, _ in stale)
+        extra = "; ".join([d[2] for d in dropped[:2]] + [txt for _, txt in stale[:2]])
+        return Verdict(p, via, "moved-on", f"{who} wrote {done} other slot(s) of {t_name(b, w)} to rank "
+                       f"{w.rank} in launch {w.launch}, never this one" + (f": {extra}" if extra else ""),
+                       causes=causes, gap=gap)
     now = segs[last == w.launch]
     edges = [b.node_at_row[int(b.seg_open[s])] for s in now
              if b.seg_state[s] in (IN_WAIT, IN_BARRIER) and int(b.seg_open[s]) in b.node_at_row]
@@ -173,5 +185,12 @@ def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
                        + "; ".join(d[2] for d in dropped[:3]),
                        causes=tuple((d[0], d[1]) for d in dropped), rows=tuple(("dropped", d[3]) for d in dropped[:4]),
                        gap=gap)
+    stale = b.stale_candidates(w)
     return Verdict(p, via, "finished-without-writing",
-                   f"{who} finished launch {w.launch} without ever writing it", gap=gap)
+                   f"{who} finished launch {w.launch} without ever writing it"
+                   + "".join(f"; {txt}" for _, txt in stale[:2]),
+                   causes=tuple(c for c, _ in stale), gap=gap)
+
+
+def t_name(b, w) -> str:
+    return b.trace.manifest.regions[w.region].name
