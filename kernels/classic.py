@@ -235,8 +235,9 @@ class Classic(Kernel):
                 continue
             slot = a[rows, 1] * K + a[rows, 2]
             if self.doubleplane and len(rows) >= p.sdma_threshold:
+                wrong = self.plan.hit("wrong-engine-quiet", rank=r, core=c.core, round=g)
                 m.emit(c, [m.put(c, Engine.SDMA, owner, CDATA, slot * H, y[rows], H)])
-                m.emit(c, [m.quiet(c, Engine.SDMA)])
+                m.emit(c, [m.quiet(c, Engine.MTE if wrong else Engine.SDMA)])
                 m.emit(c, [m.put(c, Engine.MTE, owner, CSTATUS, slot * SLOT, ONES, SLOT)])
                 m.emit(c, [m.quiet(c, Engine.MTE)])
             elif self.plan.hit("missing-quiet", rank=r, core=c.core, round=g):
