@@ -6,7 +6,9 @@ docs/trace-format.md. A test compiles the C header and checks its offsets
 against ``HEADER_SLOTS`` / ``RECORD_SLOTS``.
 
 Which contract field a kind stores in which record slot is ``SLOT_OF`` (one
-slot per column, whatever the kind) restricted to the kind's ``FIELDS``.
+slot per column, whatever the kind) restricted to the kind's ``FIELDS``;
+``PLANS`` turns that into per-column kind masks for the vectorized decoder
+(``ingest.rings``) and encoder (``ingest.ring_encode``).
 Optional fields have a presence bit: bit 0 site, bit 1 epoch, bit 2+i the
 kind's i-th optional field in ``FIELDS`` order. Required fields are always
 present.
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .contract import COLUMN, COMMON_OPTIONAL, FIELDS, Kind
+from .contract import ALLOWED, COLUMN, COLUMNS, COMMON_OPTIONAL, FIELDS, Kind
 
 MAGIC = b"MTRACE"
 VERSION = 1
@@ -132,6 +134,63 @@ def _check_table() -> None:
 
 
 _check_table()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one contract column is read from the records.
+
+    Kinds are bit masks (bit k = kind code k) so the per-row work is a few
+    AND/compare passes over a ``1 << kind`` array instead of gathers.
+    """
+
+    column: str
+    slot: str
+    required: np.ndarray  # bool[256]: kind carries it always (encoder)
+    bit: np.ndarray  # uint16[256]: presence bit where optional, else 0 (encoder)
+    req_kinds: int  # kinds that always carry it
+    opt_kinds: tuple[tuple[int, int], ...]  # (kinds, presence bit) where optional
+    allowed: tuple[tuple[int, int], ...]  # enum columns: (kinds, allowed codes as bits)
+
+    @property
+    def kinds(self) -> int:
+        out = self.req_kinds
+        for k, _ in self.opt_kinds:
+            out |= k
+        return out
+
+
+def _plans() -> list[Plan]:
+    plans = []
+    for c in COLUMNS:
+        if c.envelope or c.name not in SLOT_OF:
+            continue
+        req = np.zeros(256, bool)
+        bit = np.zeros(256, np.uint16)
+        req_kinds = 0
+        opt: dict[int, int] = {}
+        allowed: dict[int, int] = {}
+        for kind in Kind:
+            for col, _slot, b in kind_slots(kind):
+                if col != c.name:
+                    continue
+                if b is None:
+                    req[kind] = True
+                    req_kinds |= 1 << kind
+                else:
+                    bit[kind] = b
+                    opt[b] = opt.get(b, 0) | (1 << kind)
+                if c.enum is not None:
+                    codes = ALLOWED.get((kind, col), frozenset(int(m) for m in c.enum))
+                    mask = sum(1 << int(x) for x in codes)
+                    allowed[mask] = allowed.get(mask, 0) | (1 << kind)
+        plans.append(Plan(c.name, SLOT_OF[c.name], req, bit, req_kinds,
+                           tuple((k, b) for b, k in opt.items()),
+                           tuple((k, m) for m, k in allowed.items())))
+    return plans
+
+
+PLANS = _plans()
 
 
 def _c_field(column: str) -> str:

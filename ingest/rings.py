@@ -20,8 +20,8 @@ from .contract import COLUMN, COLUMNS, SCHEMA, Kind
 from .errors import TraceError
 from .jsonl import _RANK_FIELDS  # the same rank-valued fields as the JSON-lines reader checks
 from .manifest import Manifest
-from .ring_layout import (HEADER_DTYPE, HEADER_SIZE, MAGIC, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS,
-                          SLOT_OF, VERSION, kind_slots)
+from .ring_layout import (HEADER_DTYPE, HEADER_SIZE, MAGIC, PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, VERSION,
+                          Plan)
 
 SUFFIX = ".mtr"
 _BATCH = 1 << 22  # records decoded at once: bounds the working set
@@ -30,65 +30,6 @@ _KINDS = len(Kind)
 assert sorted(int(k) for k in Kind) == list(range(_KINDS))
 
 _NP_TYPE = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64}
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """How one contract column is read from the records.
-
-    Kinds are bit masks (bit k = kind code k) so the per-row work is a few
-    AND/compare passes over a ``1 << kind`` array instead of gathers.
-    """
-
-    column: str
-    slot: str
-    required: np.ndarray  # bool[256]: kind carries it always (encoder)
-    bit: np.ndarray  # uint16[256]: presence bit where optional, else 0 (encoder)
-    req_kinds: int  # kinds that always carry it
-    opt_kinds: tuple[tuple[int, int], ...]  # (kinds, presence bit) where optional
-    allowed: tuple[tuple[int, int], ...]  # enum columns: (kinds, allowed codes as bits)
-
-    @property
-    def kinds(self) -> int:
-        out = self.req_kinds
-        for k, _ in self.opt_kinds:
-            out |= k
-        return out
-
-
-def _plans() -> list[_Plan]:
-    from .contract import ALLOWED
-
-    plans = []
-    for c in COLUMNS:
-        if c.envelope or c.name not in SLOT_OF:
-            continue
-        req = np.zeros(256, bool)
-        bit = np.zeros(256, np.uint16)
-        req_kinds = 0
-        opt: dict[int, int] = {}
-        allowed: dict[int, int] = {}
-        for kind in Kind:
-            for col, _slot, b in kind_slots(kind):
-                if col != c.name:
-                    continue
-                if b is None:
-                    req[kind] = True
-                    req_kinds |= 1 << kind
-                else:
-                    bit[kind] = b
-                    opt[b] = opt.get(b, 0) | (1 << kind)
-                if c.enum is not None:
-                    codes = ALLOWED.get((kind, col), frozenset(int(m) for m in c.enum))
-                    mask = sum(1 << int(x) for x in codes)
-                    allowed[mask] = allowed.get(mask, 0) | (1 << kind)
-        plans.append(_Plan(c.name, SLOT_OF[c.name], req, bit, req_kinds,
-                           tuple((k, b) for b, k in opt.items()),
-                           tuple((k, m) for m, k in allowed.items())))
-    return plans
-
-
-_PLANS = _plans()
 
 
 @dataclass
@@ -284,7 +225,7 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
             kind_masks[mask] = got
         return got
 
-    for plan in _PLANS:
+    for plan in PLANS:
         spec = COLUMN[plan.column]
         if not plan.kinds & kinds_here:
             continue
@@ -343,7 +284,7 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
     return RingChunk(table, positions, lost, events_in)
 
 
-def _allowed_names(plan: _Plan, spec, kind: int) -> str:
+def _allowed_names(plan: Plan, spec, kind: int) -> str:
     cmask = next(c for k, c in plan.allowed if k >> kind & 1)
     return ", ".join(f"{m.wire}={int(m)}" for m in spec.enum if cmask >> int(m) & 1)
 
@@ -369,143 +310,5 @@ def _names(raw: np.ndarray, valid: np.ndarray, manifest: Manifest, fail) -> pa.A
     return pa.array(list(manifest.names), pa.string()).take(idx)
 
 
-# --------------------------------------------------------------------------
-# Encoding (tests, benchmark, simulator)
-# --------------------------------------------------------------------------
-
-
-def _columns_of(events) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], int]:
-    """Values and validity of every contract column present in a table or dict of arrays."""
-    vals, valid = {}, {}
-    if isinstance(events, pa.Table):
-        n = events.num_rows
-        for name in events.column_names:
-            if name not in COLUMN:
-                continue
-            col = events.column(name)
-            ok = np.ones(n, bool) if col.null_count == 0 else col.is_valid().to_numpy(zero_copy_only=False)
-            if COLUMN[name].type == pa.string():
-                vals[name] = np.asarray(col.to_pylist(), dtype=object)
-            else:
-                vals[name] = col.fill_null(0).to_numpy() if col.null_count else col.to_numpy()
-            valid[name] = ok
-    else:
-        n = len(next(iter(events.values()))) if events else 0
-        for name, arr in events.items():
-            if name not in COLUMN:
-                continue
-            arr = np.asarray(arr)
-            if COLUMN[name].type == pa.string():
-                ok = np.array([v is not None for v in arr], dtype=bool)
-            else:
-                ok = arr != COLUMN[name].numpy_null
-            vals[name], valid[name] = arr, ok
-    for name in ("rank", "core", "seq", "ts", "kind"):
-        if name not in vals or not valid[name].all():
-            raise ValueError(f"encode_rings: column {name!r} is missing or has nulls")
-    return vals, valid, n
-
-
-def encode_rings(events, manifest: Manifest, capacity: int | None = None,
-                 renumber: bool = False, full: bool = False) -> bytes:
-    """Encode events as a ring dump, one ring per (rank, core) in (rank, core) order.
-
-    ``events``: a pa.Table of contract columns (region fields as ids) or a dict
-    of numpy arrays (nulls as each column's sentinel). seq must be 0..n-1 per
-    (rank, core), as a device writes it, unless ``renumber`` replaces it by
-    program order. With ``capacity`` a ring keeps only its last ``capacity``
-    records, exactly as the device would after wrapping (the rest count lost);
-    without, each ring is just big enough. ``full`` dumps all ``capacity``
-    slots even of a ring that never wrapped, like a raw device copy.
-    """
-    vals, valid, n = _columns_of(events)
-    rank = vals["rank"].astype(np.int64)
-    core = vals["core"].astype(np.int64)
-    seq = vals["seq"].astype(np.int64)
-    order = np.lexsort((seq, core, rank))
-    sorted_key = (rank * 65536 + core)[order]
-    bounds = np.flatnonzero(np.diff(sorted_key)) + 1
-    gstart = np.concatenate(([0], bounds)) if n else np.zeros(0, np.int64)
-    gend = np.concatenate((bounds, [n])) if n else np.zeros(0, np.int64)
-    gsize = gend - gstart
-    idx = np.arange(n, dtype=np.int64) - np.repeat(gstart, gsize)
-    if renumber:
-        seq = np.empty(n, np.int64)
-        seq[order] = idx
-    elif not np.array_equal(seq[order], idx):
-        raise ValueError("encode_rings: seq must run 0..n-1 per (rank, core) (pass renumber=True)")
-    recs = _records(vals, valid, n, seq, manifest)
-    recs = recs[order]
-    pieces = []
-    for s, e in zip(gstart, gend):
-        r, c = int(rank[order[s]]), int(core[order[s]])
-        if not (0 <= r < manifest.ranks and 0 <= c < manifest.cores):
-            raise ValueError(f"encode_rings: rank {r} core {c} outside the manifest")
-        count = int(e - s)
-        cap = count if capacity is None else int(capacity)
-        if cap <= 0:
-            raise ValueError("encode_rings: capacity must be > 0")
-        keep = min(count, cap)
-        stored = cap if (full or count > cap) else count
-        slots = np.zeros(stored, RECORD_DTYPE)
-        slots[np.arange(count - keep, count) % cap] = recs[e - keep:e]
-        pieces.append(ring_header(r, c, cap, count, stored))
-        pieces.append(slots.tobytes())
-    return b"".join(pieces)
-
-
-def ring_header(rank: int, core: int, capacity: int, write_count: int, stored: int | None = None) -> bytes:
-    h = np.zeros(1, HEADER_DTYPE)
-    h["magic"], h["version"] = MAGIC, VERSION
-    h["record_size"], h["header_size"] = RECORD_SIZE, HEADER_SIZE
-    h["capacity"], h["write_count"] = capacity, write_count
-    h["rank"], h["core"] = rank, core
-    h["stored"] = capacity if stored is None else stored
-    return h.tobytes()
-
-
-def _records(vals, valid, n, seq, manifest: Manifest) -> np.ndarray:
-    recs = np.zeros(n, RECORD_DTYPE)
-    kind = vals["kind"].astype(np.int64)
-    if n and (kind.min() < 0 or kind.max() >= _KINDS):
-        raise ValueError("encode_rings: unknown kind code")
-    recs["ts"] = vals["ts"]
-    recs["seq_lo"] = (seq & 0xFFFFFFFF).astype(np.uint32)
-    recs["launch"] = vals["launch"] if "launch" in vals else 0
-    recs["kind"] = kind
-    present = np.zeros(n, np.uint16)
-    kind_i = kind.astype(np.intp)
-    for plan in _PLANS:
-        carried = plan.required[kind_i] | (plan.bit[kind_i] != 0)
-        if not carried.any():
-            continue
-        ok = valid.get(plan.column, np.zeros(n, bool)) & carried
-        missing = plan.required[kind_i] & ~ok
-        if missing.any():
-            i = int(np.argmax(missing))
-            raise ValueError(f"encode_rings: {Kind(kind[i]).wire} event {i} lacks required {plan.column}")
-        if not ok.any():
-            continue
-        v = vals[plan.column][ok]
-        if plan.column == "name":
-            ids = {name: k for k, name in enumerate(manifest.names)}
-            try:
-                v = np.array([ids[x] for x in v], dtype=np.int64)
-            except KeyError as e:
-                raise ValueError(f"encode_rings: kernel name {e.args[0]!r} not in the manifest's names") from None
-        slot_type = recs.dtype[plan.slot]
-        v = np.asarray(v).astype(np.int64)
-        info = np.iinfo(slot_type)
-        if v.min() < info.min or v.max() > info.max:
-            raise ValueError(f"encode_rings: {plan.column} out of range for its {slot_type} slot")
-        if plan.slot in REGION_SLOTS and v.max() >= len(manifest.regions):
-            raise ValueError(f"encode_rings: {plan.column} id {int(v.max())} unknown to the manifest")
-        recs[plan.slot][ok] = v
-        opt = ok & (plan.bit[kind_i] != 0)
-        present[opt] |= plan.bit[kind_i][opt]
-    recs["present"] = present
-    return recs
-
-
-def write_ring_file(path: str | Path, events, manifest: Manifest, **kw) -> None:
-    Path(path).write_bytes(encode_rings(events, manifest, **kw))
+# The encoder lives beside the reader; importers use ingest.rings for both.
+from .ring_encode import encode_rings, ring_header, write_ring_file  # noqa: E402,F401
