@@ -68,6 +68,8 @@ class Heap:
         """Write ``words`` elements at each offset: data is (n, words), (words,) or a scalar."""
         mem = self.mem[region][rank]
         idx = offs[:, None] + np.arange(words) if words > 1 else offs
+        if words == 1 and isinstance(data, np.ndarray) and data.ndim == 2:
+            data = data.reshape(-1)
         if add:
             vals = np.broadcast_to(data, idx.shape) if not np.isscalar(data) else data
             np.add.at(mem, idx, vals)
