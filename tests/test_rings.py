@@ -255,3 +255,18 @@ def test_encoder_refuses_what_a_ring_cannot_hold():
         encode_rings(pa.Table.from_pylist([{**put, "nbytes": 2**40}], schema=SCHEMA), MANIFEST)
     with pytest.raises(ValueError, match="seq must run 0..n-1"):
         encode_rings(pa.Table.from_pylist([{**put, "nbytes": 4, "seq": 5}], schema=SCHEMA), MANIFEST)
+
+
+def test_batches_of_rings_decode_the_same(tmp_path, monkeypatch):
+    import ingest.rings as rings
+
+    data = encode_rings(_table([{"rank": r, "core": c, "ts": i, "launch": 1, "kind": int(Kind.QUIET), "engine": 5}
+                                for i in range(7) for r in range(2) for c in range(3)]), MANIFEST, capacity=4)
+    _, whole = _decode(tmp_path, data)
+    monkeypatch.setattr(rings, "_BATCH", 5)
+    monkeypatch.setattr(rings, "_BLOCK", 3)
+    _, parts = _decode(tmp_path, data, "again.mtr")
+    assert len(whole) == 1 and len(parts) == 3  # rings of 4 survivors, batches of >= 5
+    assert _rows(parts) == _rows(whole)
+    assert np.array_equal(np.concatenate([c.positions for c in parts]), whole[0].positions)
+    assert sum(c.events_in for c in parts) == 42 and sum(sum(c.lost.values()) for c in parts) == 18
