@@ -1,0 +1,159 @@
+"""The accuracy matrix: which runs, how a finding is matched to an injected fault.
+
+Shared by ``bench/accuracy.py`` (the report) and ``tests/test_accuracy.py``
+(the same matrix as tests). Generic over ``kernels.PROTOCOLS`` and each kernel
+class's ``.faults``: a kernel or fault added later joins the matrix by itself.
+
+A run is (protocol, fault or None for a clean run, seed, routing) on the small
+``SHAPE`` below. Each is simulated into a temporary directory, its dataset
+diagnosed in-process with the default configuration, and scored against
+``truth.json``.
+
+Matching an injected fault (truth.json ``faults[i]``) to a finding. The finding
+must be a root cause (no ``caused_by``) at error or warning (a note does not
+fail CI, so it is not a diagnosis), of the fault's family, and at its place,
+key by key of ``place`` (keys a fault does not have are not checked):
+
+- ``rank``: the finding's location rank equals it. The place is where the bug
+  is (the producer that sent to the wrong slot, the rank whose route carried the
+  bad expert id, the consumer that skipped its reset), so no evidence fallback.
+- ``core``: the location core equals it, or one of the finding's evidence
+  events is on (rank, core). A defect between two cores (two cores writing one
+  output chunk) is reported at one of them, and the trace cannot say which of
+  the two was given the wrong chunk.
+- ``round``: the location launch is unknown, or lies in
+  [round, round + min_rounds - 1]: a flag left unreset in round g is seen at
+  the end of g (flag-not-reset) or by the wait of g+1 (stale-wait).
+- ``token`` / ``topk`` (the slot of a route): the finding's ``extra`` or one of
+  its evidence events names that token (and top-k index).
+
+A fault truth.json marks ``latent`` (the run completed correctly on that
+interleaving) is scored found-latent / missed-latent, never as a miss.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SEEDS = 5
+ROUTINGS = ("uniform", "skewed")
+# 4 ranks x 2 cores keeps a core serving two peers (strided loops) and a run
+# near 0.15 s; 8 tokens x top-2 over 8 experts still gives skew something to do.
+SHAPE = dict(ranks=4, cores=2, tokens=8, topk=2, hidden=4, local_experts=2)
+REPORTED = ("error", "warning")
+
+
+@dataclass(frozen=True)
+class Case:
+    protocol: str
+    fault: str | None  # None: a clean run
+    seed: int
+    routing: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.protocol}-{self.fault or 'clean'}-s{self.seed}-{self.routing}"
+
+
+@dataclass
+class Scored:
+    """One injected fault of one run, and what the diagnosis said."""
+
+    name: str
+    family: str
+    place: dict
+    latent: bool
+    found: bool
+    matched: list = field(default_factory=list)  # ids of the findings that match it
+
+    @property
+    def outcome(self) -> str:
+        return ("found" if self.found else "missed") + ("-latent" if self.latent else "")
+
+
+@dataclass
+class Result:
+    case: Case
+    status: str  # the simulated outcome: completed, hung, wrong_output, lost_accumulation
+    faults: list[Scored]
+    roots: list  # root-cause findings at error/warning
+    reported: list  # every finding at error/warning (roots and symptoms)
+    spurious: list  # roots that match no injected fault of their family
+
+    @property
+    def false_positives(self) -> list:
+        """A clean run: every error/warning finding is one."""
+        return self.reported if self.case.fault is None else []
+
+
+def cases(protocols=None, seeds: int = SEEDS, routings=ROUTINGS, clean: bool = True) -> list[Case]:
+    import kernels
+
+    out = []
+    for proto, cls in kernels.PROTOCOLS.items():
+        if protocols and proto not in protocols:
+            continue
+        for fault in ((None,) if clean else ()) + tuple(cls.faults):
+            out += [Case(proto, fault, s, r) for s in range(seeds) for r in routings]
+    return out
+
+
+def run_case(case: Case, workdir: str | Path | None = None) -> Result:
+    """Simulate the case, diagnose its dataset, score it."""
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="moetrace-acc-") as tmp:
+            return run_case(case, tmp)
+    from analyzer.engine import diagnose
+    from kernels import FAULTS, Params, simulate
+
+    out = Path(workdir)
+    simulate(case.protocol, Params(routing=case.routing, **SHAPE),
+             faults=[case.fault] if case.fault else [], seed=case.seed, out=out)
+    truth = json.loads((out / "truth.json").read_text())  # the written truth is what we score against
+    report = diagnose(out / truth["dataset"])
+    reported = [f for f in report.findings if f.severity in REPORTED]
+    roots = [f for f in reported if f.is_root]
+    scored, used = [], set()
+    for tf in truth["faults"]:
+        rounds = FAULTS[tf["name"]].min_rounds if tf["name"] in FAULTS else 1
+        hit = [f.id for f in roots if f.family == tf["family"] and at_place(f, tf["place"], rounds)]
+        used.update(hit)
+        scored.append(Scored(tf["name"], tf["family"], tf["place"], bool(tf["latent"]), bool(hit), hit))
+    spurious = [f for f in roots if f.id not in used]
+    return Result(case, truth["outcome"]["status"], scored, roots, reported, spurious)
+
+
+def at_place(f, place: dict, min_rounds: int = 1) -> bool:
+    """Does finding ``f`` sit at the fault's place? (the rules are in the module docstring)"""
+    loc = f.location
+    rank = place.get("rank")
+    if rank is not None and loc.rank != rank:
+        return False
+    core = place.get("core")
+    if core is not None and loc.core != core and not any(
+            e.rank == rank and e.core == core for e in f.evidence):
+        return False
+    rnd = place.get("round")
+    if rnd is not None and loc.launch is not None and not rnd <= loc.launch <= rnd + min_rounds - 1:
+        return False
+    if "token" in place and not _names_slot(f, place["token"], place.get("topk")):
+        return False
+    return True
+
+
+def _names_slot(f, token: int, topk: int | None) -> bool:
+    def ok(vals) -> bool:
+        return vals.get("token") == token and (topk is None or vals.get("topk") == topk)
+
+    return ok(f.extra) or any(ok(e.values) for e in f.evidence)
+
+
+def describe(f) -> str:
+    """A finding in one line for miss / false-positive listings."""
+    loc = f.location
+    where = f"r{loc.rank}" + ("" if loc.core is None else f"c{loc.core}") \
+        + ("" if loc.launch is None else f"L{loc.launch}")
+    return f"{f.id} {f.code} {f.family} {f.severity} {where}{'' if f.is_root else ' (symptom)'}: {f.message}"
