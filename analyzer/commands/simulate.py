@@ -19,7 +19,6 @@ from ._common import die
 PROTOCOL_HELP = {
     "classic": "dispatch_classic + combine_classic: MTE payload, per-token quiet, ready/count/status 8-word slots",
     "doubleplane": "classic with big segments' payload over SDMA + SDMA quiet before the control flags",
-    "fused": "dispatch-compute-combine with a silent receive capacity (maxOutputSize) and an epoch count barrier",
     "generation": "MegaMoE-style rounds without host sync: waits on monotonic generation counters (>=)",
     "reduce_scatter": "MTE bulk atomic reduce-scatter: barrier, SetAtomicAdd, get_nbi from peers, MTE3 drain, none",
     "sdma_fallback": "SDMA fallback reduce: one chunk per core, peers serial, add in UB, plain write back",

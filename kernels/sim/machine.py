@@ -128,8 +128,8 @@ class Machine(Ops):
         self.now = 0
         self.cores = [Core(r * cores + c, r, c, ring_capacity) for r in range(ranks) for c in range(cores)]
         self._run: list[Core] = []
-        self._blocked: list[set] = [set() for _ in range(ranks)]
-        self._dirty: set[int] = set()
+        self._blocked: list[dict] = [{} for _ in range(ranks)]  # insertion order: determinism
+        self._dirty: dict[int, None] = {}
         self._pending = self.heap._cores  # truthy while anything is in flight
         self._bar: dict[object, list[Core]] = {}
         self.events = 0
@@ -175,7 +175,7 @@ class Machine(Ops):
         c.ridx = -1
 
     def touch(self, rank: int) -> None:
-        self._dirty.add(rank)
+        self._dirty[rank] = None
 
     def run(self, max_steps: int = 50_000_000) -> RunResult:
         rng = self.rng
@@ -224,7 +224,7 @@ class Machine(Ops):
             if got is None:
                 self._unready(c)
                 c.blocked = True
-                self._blocked[c.rank].add(c)
+                self._blocked[c.rank][c] = None
                 return
             send = got
         elif isinstance(req, Barrier):
