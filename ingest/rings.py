@@ -114,6 +114,8 @@ def _scan(data: np.ndarray, path: Path, manifest: Manifest) -> list[_Ring]:
         cap, wc, stored = int(h["capacity"]), int(h["write_count"]), int(h["stored"])
         if cap == 0:
             raise err(off + 12, "ring capacity is 0")
+        if wc >= 1 << 62:
+            raise err(off + 16, f"implausible write_count {wc} (a corrupt header)")
         ring = _Ring(off, rank, core, cap, wc)
         if not ring.survivors <= stored <= cap:
             raise err(off + 32, f"ring of rank {rank} core {core} stores {stored} records; with capacity {cap} "

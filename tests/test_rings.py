@@ -200,6 +200,8 @@ BAD = {
     "unknown name": (lambda d: _patch(d, _rec(1, 0) + _RO["u"], _u(4, 5)), _rec(1, 0),
                      "kernel name id 5 unknown to the manifest's 2 names"),
     "stored too few": (lambda d: _patch(d, _HO["stored"], _u(4, 2)), 32, "stores 2 records"),
+    "huge write_count": (lambda d: _patch(d, RING + _HO["write_count"], _u(8, 1 << 63)), RING + 16,
+                         "implausible write_count"),
     "zero capacity": (lambda d: _patch(d, _HO["capacity"], _u(4, 0)), 12, "ring capacity is 0"),
     "empty file": (lambda d: b"", 0, "empty ring dump"),
 }
