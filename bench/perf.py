@@ -1,0 +1,216 @@
+"""Diagnose benchmark: moetrace diagnose against the read limit and a hand-written DuckDB baseline.
+
+    uv run python bench/perf.py [--sizes 10M,100M] [--protocol classic] [--reps 3] [--no-results]
+
+Builds (once, cached under bench/cache/, see bench/_traces.py) simulator traces
+of about each size, then on each, in one run, as the median (min, max) of
+--reps repetitions, every measurement in a fresh process on warm page cache:
+  diagnose   `moetrace diagnose DATASET --format json -o FILE`, process start to
+             report written, with its peak RSS (os.wait4's rusage of that child);
+  limit      reading the columns the rules load (recorded from a diagnose of one
+             piece) into memory with pyarrow (arrow tables, one per rank file, nulls
+             as validity bitmaps: no conversion), timed inside the process;
+  baseline   bench/baseline.sql in DuckDB: stuck waits + producers (anti-joins)
+             and the missing-quiet window, until every result is fetched;
+  ingest     ingest.run.ingest of the same events from the binary ring dumps.
+Then the numba compile cost (a diagnose with a fresh NUMBA_CACHE_DIR, and a
+second one that must write nothing to it) and `moetrace --help`. Ratios and
+aims are printed and written to the Diagnose section of bench/RESULTS.md.
+Machine noise: the box is shared, so read min as well as median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
+
+import _traces  # noqa: E402
+from _perf_report import write_section  # noqa: E402
+
+PY = sys.executable
+MOETRACE = [str(Path(PY).parent / "moetrace")] if (Path(PY).parent / "moetrace").exists() \
+    else [PY, "-m", "analyzer.cli"]
+
+# Child programs: each prints one JSON line {"s": seconds, ...} measured inside the process.
+LIMIT = """
+import json, sys, time
+from pathlib import Path
+t = time.perf_counter()
+import pyarrow.parquet as pq
+cols = json.loads(sys.argv[2])
+tables = [pq.read_table(p, columns=cols, partitioning=None)
+          for p in sorted(Path(sys.argv[1], "events").glob("rank=*/*.parquet"))]
+n = sum(t.num_rows for t in tables); nbytes = sum(t.nbytes for t in tables)
+print(json.dumps({"s": time.perf_counter() - t, "rows": n, "nbytes": nbytes}))
+"""
+BASELINE = """
+import json, sys, time
+t = time.perf_counter()
+import duckdb
+from ingest.contract import Kind
+fill = {k.name: int(k) for k in Kind}
+fill["EVENTS"] = sys.argv[1] + "/events/rank=*/*.parquet"
+con = duckdb.connect()
+rows = []
+for stmt in open(sys.argv[2]).read().format(**fill).split("\\n;\\n"):
+    body = "\\n".join(l for l in stmt.splitlines() if not l.lstrip().startswith("--")).strip()
+    if not body:
+        continue
+    cur = con.execute(body)
+    if body.startswith(("WITH", "SELECT")):
+        rows.append(len(cur.fetchall()))
+print(json.dumps({"s": time.perf_counter() - t, "results": rows}))
+"""
+INGEST = """
+import json, sys, time, shutil
+t = time.perf_counter()
+from ingest.run import ingest
+rep = ingest([sys.argv[1]], sys.argv[2], force=True)
+print(json.dumps({"s": time.perf_counter() - t, "rows": rep.rows_out}))
+"""
+COLUMNS = """
+import json, sys
+import ingest.dataset as D
+seen = []
+orig = D.Dataset.arrays
+def arrays(self, columns, ranks=None):
+    seen.extend(columns)
+    return orig(self, columns, ranks)
+D.Dataset.arrays = arrays
+from analyzer.engine import diagnose
+diagnose(sys.argv[1])
+print(json.dumps({"columns": sorted(set(seen))}))
+"""
+
+
+def child(argv: list[str], env: dict | None = None) -> tuple[float, int, dict]:
+    """Run a child; (wall seconds from spawn to exit, its peak RSS in bytes, its JSON line or {})."""
+    with tempfile.TemporaryFile("w+") as out:
+        t = time.perf_counter()
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, env=env, cwd=ROOT, text=True)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err = p.stderr.read()
+        if p.returncode not in (0, 1):  # diagnose exits 1 on findings: that is the point
+            raise RuntimeError(f"{argv[:3]} exited {p.returncode}: {err[-2000:]}")
+        out.seek(0)
+        lines = out.read().strip().splitlines()
+    info = {}
+    if lines and lines[-1].startswith("{"):
+        info = json.loads(lines[-1])
+    return wall, ru.ru_maxrss * 1024, info
+
+
+def stats(xs: list[float]) -> dict:
+    return {"med": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def rules_columns(protocol: str) -> list[str]:
+    """The columns a diagnose loads, recorded once on one simulated piece (cached)."""
+    f = _traces.CACHE / f"columns_v{_traces.VERSION}_{protocol}.json"
+    if not f.exists():
+        rec = _traces.RECIPES[protocol]
+        ds = _traces._piece(rec, rec.fault_seed, rec.faults)
+        _, _, info = child([PY, "-c", COLUMNS, str(ds)])
+        f.write_text(json.dumps(info["columns"]) + "\n")
+    return json.loads(f.read_text())
+
+
+def bench_size(protocol: str, events: int, reps: int, cols: list[str]) -> dict:
+    d = _traces.build(protocol, events)
+    ds, rings = d / "dataset", d / "rings"
+    n = json.loads((ds / "ingest.json").read_text())["rows_out"]
+    res = {"protocol": protocol, "events": n, "dataset": str(d.relative_to(ROOT)),
+           "disk_bytes": sum(p.stat().st_size for p in (ds / "events").rglob("*.parquet")),
+           "ring_bytes": sum(p.stat().st_size for p in rings.glob("*.mtr")),
+           "recipe": json.loads((d / "recipe.json").read_text())}
+    report = Path(tempfile.mkdtemp(prefix="moetrace-perf-")) / "report.json"
+    diag = [*MOETRACE, "diagnose", str(ds), "--format", "json", "-o", str(report), "--no-progress"]
+    child(diag)  # warm-up: page cache and numba's on-disk cache
+    runs = {"diagnose": [], "limit": [], "limit_process": [], "baseline": [], "ingest": []}
+    rss = {"diagnose": [], "limit": [], "baseline": [], "ingest": []}
+    out_ds = Path(tempfile.mkdtemp(prefix="moetrace-perf-ingest-")) / "ds"
+    for i in range(reps):
+        # Interleaved, so drift in the machine's load spreads over all of them.
+        w, m, _ = child(diag)
+        runs["diagnose"].append(w)
+        rss["diagnose"].append(m)
+        w, m, info = child([PY, "-c", LIMIT, str(ds), json.dumps(cols)])
+        runs["limit"].append(info["s"])
+        runs["limit_process"].append(w)
+        rss["limit"].append(m)
+        res["limit_nbytes"] = info["nbytes"]
+        w, m, info = child([PY, "-c", BASELINE, str(ds), str(ROOT / "bench" / "baseline.sql")])
+        runs["baseline"].append(info["s"])
+        rss["baseline"].append(m)
+        res["baseline_results"] = info["results"]
+        w, m, info = child([PY, "-c", INGEST, str(rings), str(out_ds)])
+        runs["ingest"].append(info["s"])
+        rss["ingest"].append(m)
+        print(f"{protocol} {n:,} rep {i + 1}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in runs.items()),
+              file=sys.stderr)
+    doc = json.loads(report.read_text())
+    res["summary"] = doc.get("summary", {})
+    res["codes"] = sorted({f["code"] for f in doc.get("findings", [])})
+    res["time"] = {k: stats(v) for k, v in runs.items()}
+    res["rss"] = {k: max(v) for k, v in rss.items()}
+    res["compile"] = compile_cost(diag)
+    return res
+
+
+def compile_cost(diag: list[str]) -> dict:
+    """First diagnose with an empty numba cache, then a second that must compile (write) nothing."""
+    cache = Path(tempfile.mkdtemp(prefix="moetrace-numba-"))
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    first, _, _ = child(diag, env)
+    files = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
+    second, _, _ = child(diag, env)
+    after = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
+    return {"first": first, "second": second, "cache_files": len(files),
+            "written_by_second": sum(1 for p, t in after.items() if files.get(p) != t)}
+
+
+def help_time(reps: int = 5) -> dict:
+    return stats([child([*MOETRACE, "--help"])[0] for _ in range(reps)])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10M,100M", help="comma-separated event counts (10M, 100M, 2.5M)")
+    ap.add_argument("--protocol", default="classic", choices=sorted(_traces.RECIPES))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--no-results", action="store_true", help="do not rewrite bench/RESULTS.md")
+    ap.add_argument("--json", type=Path, help="also write all numbers here")
+    args = ap.parse_args()
+    sizes = [int(float(s.rstrip("Mm")) * 1_000_000) for s in args.sizes.split(",")]
+    # Compiled bytecode, so interpreter start is what a normal install pays (PYTHONDONTWRITEBYTECODE
+    # may be set in this environment, and then every run would recompile every module).
+    subprocess.run([PY, "-m", "compileall", "-q", "analyzer", "rules", "ingest", "kernels"], cwd=ROOT, check=False)
+    cols = rules_columns(args.protocol)
+    results = {"help": help_time(), "columns": cols, "sizes": []}
+    for events in sizes:
+        results["sizes"].append(bench_size(args.protocol, events, args.reps, cols))
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2) + "\n")
+    from _perf_report import render
+
+    text = render(results)
+    print(text)
+    if not args.no_results:
+        write_section(text)
+
+
+if __name__ == "__main__":
+    main()
