@@ -244,6 +244,7 @@ def main() -> None:
     ap.add_argument("--no-results", action="store_true", help="do not rewrite bench/RESULTS.md")
     args = ap.parse_args()
     src = build(args.events)
+    load0 = os.getloadavg()[0]
     dump_bytes = sum(p.stat().st_size for p in src.glob("*.mtr"))
     out = ROOT / "bench" / "out" / "ingest"
     times = []
@@ -262,14 +263,14 @@ def main() -> None:
     print(line)
     split = _cpu_split(src, out)
     us = {k: v / rows * 1e6 for k, v in split.items()}
+    ncpu = os.cpu_count() or 1
     where = (f"CPU per event (one profiled run, thread time summed over threads): decode "
              f"{us['decode']:.3f} us, parquet encode {us['parquet']:.3f} us, order/seq check {us['order']:.3f} us, "
-             f"all {us['total cpu']:.3f} us; that run took {split['wall']:.2f} s wall")
+             f"all {us['total cpu']:.3f} us; that run took {split['wall']:.2f} s wall. With {ncpu} idle cores "
+             f"that CPU time bounds ingest at about {ncpu / us['total cpu']:.1f} M events/s (an estimate, "
+             f"not a measurement)")
     print(where)
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = float("nan")
+    load = (load0, os.getloadavg()[0])
     if not args.no_results:
         write_results(line, rows, med, disk, where, load)
 
@@ -298,13 +299,13 @@ under budget: sorted (core, seq) order, delta-encoded seq/ts and dictionary +
 lz4 elsewhere."""
 
 
-def write_results(line: str, rows: int, med: float, disk: int, where: str, load: float) -> None:
+def write_results(line: str, rows: int, med: float, disk: int, where: str, load: tuple[float, float]) -> None:
     ok_speed = rows / med >= 5e6
     ok_size = disk / rows <= 12
     body = [BEGIN, "## Ingest", "",
             f"`uv run python bench/ingest_bench.py` on {_machine()}; the machine was shared with other "
-            f"work while measured (1-minute load average {load:.1f} at the end), so times are noisy "
-            f"and pessimistic.", "",
+            f"work while measured (1-minute load average {load[0]:.1f} before, {load[1]:.1f} after, on "
+            f"{os.cpu_count()} cores), so wall times are noisy and pessimistic.", "",
             f"- {line}",
             f"- {where}",
             f"- targets: >= 5 M events/s {'met' if ok_speed else 'NOT met'}; "
