@@ -133,14 +133,30 @@ def simulate(protocol: str, params: Params | None = None, faults=(), seed: int =
     res = m.run()
     truth = Truth(protocol, params.to_json(), seed, events=m.events)
     truth.outcome = _outcome(kern, m, res)
-    bad = truth.outcome["status"] != "completed"
     for f in plan.faults:
+        hit, attributed = _manifested(kern, f, truth.outcome)
         truth.faults.append({"name": f.name, "family": f.spec.family, "place": f.place,
-                             "consequence": f.spec.consequence, "manifested": bad, "latent": not bad})
+                             "consequence": f.spec.consequence, "manifested": hit, "latent": not hit,
+                             "executed": bool(f.fired), "attributed": attributed})
     truth.seconds = time.perf_counter() - t0
     if out is not None:
         truth.lost = write(m, kern, truth, Path(out))
     return truth
+
+
+def _manifested(kern, f, outcome) -> tuple[bool, bool]:
+    """(manifested, attributed) for one fault.
+
+    Attributed: the kernel's ``manifested(fault, outcome)`` traces the bad outcome back
+    to the fault's place (the wrong rows are the tokens it clamped / left unquieted, the
+    stuck wait is the slot it never wrote). Fallback, for kernels that cannot tell (their
+    fault code reads the plan's places directly, so "executed" is not known either): the
+    whole run's outcome, i.e. every fault of a run gone bad is manifested.
+    """
+    judge = getattr(kern, "manifested", None)
+    if judge is not None:
+        return bool(judge(f, outcome)), True
+    return outcome["status"] != "completed", False
 
 
 def _outcome(kern, m, res) -> dict:

@@ -60,8 +60,9 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
               "a peer that ran one generation ahead is never seen as equal: hang", ("rank",), min_rounds=3),
     FaultSpec("capacity-skew", "capacity-truncation",
               "routing concentrates on one expert rank beyond its receive capacity (maxOutputSize)",
-              "rows past the capacity are clamped silently: those tokens lose the expert (wrong rows)",
-              ("rank",)),
+              "rows past the capacity are clamped silently: those tokens lose the expert (wrong rows); "
+              "the place is the receiver (rank, local_expert, round)",
+              ("rank", "local_expert", "round")),
     FaultSpec("atomic-none-early", "missing-drain",
               "SetAtomicNone runs before the MTE3 drain (no SetFlag/WaitFlag MTE3_S)",
               "gets still in flight land as plain overwrites: lost accumulation", ("rank", "core", "round")),
@@ -93,6 +94,9 @@ class Fault:
     name: str
     place: dict  # rank, core, round, token, topk ... as used
     spec: FaultSpec = field(repr=False, default=None)
+    # The kernel reached the fault's place and took the faulty path (set by FaultPlan.get);
+    # kernels that read ``place`` directly instead of asking the plan leave it False.
+    fired: bool = False
 
     def at(self, **where) -> bool:
         return all(self.place.get(k, v) == v for k, v in where.items())
@@ -107,6 +111,7 @@ class FaultPlan:
     def get(self, name: str, **where) -> Fault | None:
         for f in self.faults:
             if f.name == name and f.at(**where):
+                f.fired = True
                 return f
         return None
 
@@ -144,7 +149,7 @@ def place(names: list[str], at: dict | list[dict] | None, params, seed: int, all
         if name not in allowed:
             raise ValueError(f"fault {name!r} does not apply to this protocol; it takes {', '.join(allowed)}")
         bnd = {"rank": params.ranks, "core": params.cores, "token": params.tokens, "topk": params.topk,
-                  "round": max(1, params.rounds - (spec.min_rounds - 1))}
+               "local_expert": params.local_experts, "round": max(1, params.rounds - (spec.min_rounds - 1))}
         bnd.update(bounds or {})
         p = {}
         for k in spec.keys:
