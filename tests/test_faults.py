@@ -73,3 +73,64 @@ def test_unknown_or_inapplicable_fault_rejected():
         simulate("classic", P, faults=["nope"])
     with pytest.raises(ValueError):
         simulate("classic", P, faults=["same-chunk"])
+
+
+# ---- fused (dispatch_gmm_combine): the silent clamp and per-fault manifestation ----------
+
+def _run(protocol, params, **kw):
+    """simulate(), also handing back the kernel object (its inputs and computed output)."""
+    from kernels import api
+    holder, orig = {}, api._outcome
+
+    def spy(kern, m, res):
+        holder["k"] = kern
+        return orig(kern, m, res)
+    api._outcome = spy
+    try:
+        t = simulate(protocol, params, **kw)
+    finally:
+        api._outcome = orig
+    return t, holder["k"]
+
+
+@pytest.mark.parametrize("routing", ["uniform", "skewed"])
+def test_capacity_skew_drops_exactly_the_rows_past_capacity(routing):
+    import numpy as np
+
+    from kernels.reference import capacity_keep, moe_combine
+    p = P.with_(routing=routing)
+    for seed in range(4):
+        t, k = _run("fused", p, faults=["capacity-skew"], seed=seed)
+        pl = t.faults[0]["place"]
+        inp = k.inputs(pl["round"])
+        keep = capacity_keep(inp.ids, p.num_experts, k.cap)
+        dropped = np.argwhere(~keep)
+        assert len(dropped), "the skew must really exceed the capacity"
+        # Only the placed (receiver rank, local expert) overflows.
+        assert set(inp.ids[~keep].tolist()) == {pl["rank"] * p.local_experts + pl["local_expert"]}
+        lossy = moe_combine(inp.x, inp.ids, inp.scales, p.local_experts, capacity_keep=keep)
+        for r in range(p.ranks):
+            assert np.array_equal(k.got[(pl["round"], r)], lossy[r])  # the clamped rows are just missing
+        wrong = {(w["rank"], w["row"]) for w in t.outcome["wrong_rows"]}
+        assert t.status == "wrong_output" and wrong
+        assert wrong <= {(int(r), int(tok)) for r, tok, _ in dropped}
+        assert t.faults[0]["manifested"] and t.faults[0]["attributed"]
+
+
+def test_fused_manifestation_is_per_fault():
+    big = P.with_(capacity=P.ranks * P.tokens)  # room for every row: the skew cannot clamp
+    t = simulate("fused", big, faults=["capacity-skew"], seed=1)
+    assert t.status == "completed" and t.faults[0]["latent"] and t.faults[0]["executed"]
+    t = simulate("fused", big, faults=["capacity-skew", "invalid-expert"], seed=1,
+                 at=[{"rank": 2, "local_expert": 0, "round": 0}, {"rank": 1, "round": 0, "token": 3, "topk": 0}])
+    assert t.status == "hung"
+    skew, bad = t.faults
+    assert skew["latent"] and not skew["manifested"]
+    assert bad["manifested"] and bad["attributed"]
+    assert any(s["rank"] == 1 and s["region"] == "combine_status" and s["slot"] == 3 * P.topk
+               for s in t.outcome["stuck"])
+
+
+def test_fused_small_capacity_without_fault_is_lossy_not_hung():
+    t = simulate("fused", P.with_(capacity=2), seed=0)
+    assert t.status == "wrong_output" and t.outcome["wrong_count"] > 0

@@ -43,3 +43,21 @@ def test_doubleplane_really_uses_sdma(tmp_path):
     a = Dataset(tmp_path / "dataset").arrays(["kind", "engine"])
     put = a["kind"] == Kind.PUT
     assert (put & (a["engine"] == Engine.SDMA)).any() and (put & (a["engine"] == Engine.MTE)).any()
+
+
+def test_fused_pulls_and_advances_its_epoch(tmp_path):
+    from ingest.contract import Kind
+    from ingest.dataset import Dataset
+
+    p = SMALL.with_(rounds=3, routing="hot")
+    t = simulate("fused", p, seed=2, out=tmp_path)
+    assert t.status == "completed"
+    ds = Dataset(tmp_path / "dataset")
+    a = ds.arrays(["kind", "region", "value", "requested", "delivered", "launch"])
+    names = [r.name for r in ds.manifest.regions]
+    deliver = a["kind"] == Kind.DELIVER
+    assert (a["requested"][deliver] == a["delivered"][deliver]).all()  # the default capacity never clamps
+    assert a["requested"][deliver].sum() > 0 and (a["kind"] == Kind.GET).any()
+    base = (a["kind"] == Kind.WRITE) & (a["region"] == names.index("sync_base"))
+    assert base.sum() == p.rounds * p.ranks  # core 0 stores sync_base = count once per launch
+    assert (a["value"][base] == a["launch"][base] + 1).all()

@@ -49,3 +49,17 @@ def test_simulate_text_and_bad_input(cli, tmp_path):
 def test_demo_hangs_in_combine(cli, tmp_path):
     r = cli("demo", "-o", tmp_path)
     assert "hung" in r.stdout and "stuck wait" in r.stdout and "combine_status" in r.stdout
+
+
+def test_fused_capacity_skew_is_diagnosed_at_its_receiver(cli, tmp_path):
+    r = cli("simulate", "--protocol", "fused", "--ranks", "4", "--cores", "2", "--tokens", "8",
+            "--fault", "capacity-skew", "--at", "rank=2,local_expert=1,round=0", "--format", "json",
+            "-o", tmp_path)
+    assert r.code == 0, r.stderr
+    truth = json.loads(r.stdout)
+    assert truth["outcome"]["status"] == "wrong_output" and truth["faults"][0]["manifested"]
+    d = cli("diagnose", tmp_path / "dataset", "-f", "json")
+    found = json.loads(d.stdout)["findings"]
+    hits = [f for f in found if f["code"] == "MT301"]
+    assert hits and all(f["root_cause"] for f in hits)
+    assert {(f["location"]["rank"], f["extra"]["local_expert"]) for f in hits} == {(2, 1)}
