@@ -25,8 +25,11 @@ the manifest's sites), and links causes.  How causes become root causes:
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 import tempfile
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
@@ -177,19 +180,38 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     trace = TraceView.open(dataset)
     drafts: list[Finding] = []
     by_code = {r.code: r for r in selected}
+    # MOETRACE_PROFILE=1: one stderr line per rule (check, then evidence), for bench/perf.py's profile.
+    prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
     for rule in selected:
         ctx = RuleContext(options=config.options_for(rule))
         try:
             hits = list(rule().check(trace, ctx))
         except Exception as e:  # a rule bug: keep the original as __cause__ for tests and debugging
             raise RuleError(rule.code, e) from e
+        prof and prof.mark(f"{rule.code} check ({len(hits)} hits)")
         for hit in hits:
             drafts.append(_finding(hit, by_code.get(hit.code, rule), config, trace))
+        prof and prof.mark(f"{rule.code} evidence")
     info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=trace.manifest.protocol,
                      ranks=trace.manifest.ranks, cores=trace.manifest.cores, events=int(trace.n),
                      ranks_missing=tuple(trace.ranks_missing),
                      lost=tuple((r, c, n) for (r, c), n in sorted(trace.lost_by_core.items())))
     return Report(link(drafts), info, tuple(selected), config)
+
+
+class _Profile:
+    """Wall time and peak RSS since the previous mark, to stderr."""
+
+    def __init__(self):
+        self.t = time.perf_counter()
+
+    def mark(self, what: str) -> None:
+        import resource
+
+        now = time.perf_counter()
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        print(f"moetrace profile: {now - self.t:8.3f} s  peak {peak:6.2f} GiB  {what}", file=sys.stderr)
+        self.t = now
 
 
 def _finding(hit: "Hit", rule: type["Rule"], config: Config, trace: "TraceView") -> Finding:
