@@ -6,7 +6,8 @@ slot ``rank`` of p's ``sync`` region in ONE copy (flag last), then waits every p
 for count or count+1. The contract has no range compare, so the wait is recorded as
 ``ge count`` with epoch=count: a peer can be at most one epoch ahead (passing count+1 needs
 our count+1), so ``>= count`` and "count or count+1" accept the same words. The host
-synchronizes between launches here, so count+1 never actually shows. SyncAll, then core 0
+synchronizes between launches here, so count+1 never actually shows (without it, a peer one
+epoch ahead would overwrite this epoch's counts, which share the slot with the epoch word). SyncAll, then core 0
 stores ``sync_base = count``; no slot is ever reset (the epoch replaces the reset).
 
 Every rank now holds the full P x P*L count matrix. Data is pulled: the core that owns
