@@ -383,9 +383,38 @@ class Dataset:
         return pa.concat_tables(parts)
 
     def arrays(self, columns: Sequence[str], ranks: Iterable[int] | None = None) -> dict[str, np.ndarray]:
-        """Columns as numpy arrays of the contract's types, nulls as each column's sentinel."""
-        table = self.table(columns, ranks)
-        return {name: to_numpy(table.column(name), name) for name in columns}
+        """Columns as numpy arrays of the contract's types, nulls as each column's sentinel.
+
+        Filled row group by row group into preallocated arrays: only one row
+        group is ever held as arrow, where concatenating whole tables and then
+        converting held the dataset twice (arrow, filled copy) beside the result.
+        """
+        cols = list(dict.fromkeys(columns))
+        files = [self.files[r] for r in (self.ranks if ranks is None else ranks) if r in self.files]
+        readers = []
+        for p in files:
+            try:
+                readers.append((p, pq.ParquetFile(p)))
+            except (OSError, pa.ArrowException) as e:
+                raise TraceError(p, "", f"unreadable parquet: {e}") from None
+        n = sum(f.metadata.num_rows for _, f in readers)
+        out = {c: np.empty(n, dtype=object if COLUMN[c].type == pa.string() else COLUMN[c].type.to_pandas_dtype())
+               for c in cols}
+        pos = 0
+        for p, f in readers:
+            for g in range(f.num_row_groups):
+                try:
+                    t = f.read_row_group(g, columns=cols)
+                except (OSError, pa.ArrowException, KeyError) as e:
+                    raise TraceError(p, "", f"unreadable parquet: {e}") from None
+                for c in cols:
+                    i = pos
+                    for chunk in t.column(c).chunks:
+                        out[c][i:i + len(chunk)] = to_numpy(chunk, c)
+                        i += len(chunk)
+                pos += t.num_rows
+                del t
+        return out
 
 
 def to_numpy(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
