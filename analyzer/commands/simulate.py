@@ -18,6 +18,7 @@ from ._common import die
 # kernels carry the same text in their .doc and tests check they agree).
 PROTOCOL_HELP = {
     "classic": "dispatch_classic + combine_classic: MTE payload, per-token quiet, ready/count/status 8-word slots",
+    "fused": "dispatch_gmm_combine: epoch count exchange (count or count+1), peers' rows pulled (get), silent clamp at maxOutputSize, expert compute, combine with status words",
     "doubleplane": "classic with big segments' payload over SDMA + SDMA quiet before the control flags",
     "generation": "MegaMoE-style rounds without host sync: waits on monotonic generation counters (>=)",
     "reduce_scatter": "MTE bulk atomic reduce-scatter: barrier, SetAtomicAdd, get_nbi from peers, MTE3 drain, none",
