@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 
 @dataclass(frozen=True)
 class FaultSpec:
@@ -139,6 +137,8 @@ def parse_at(text: str | None) -> dict:
 def place(names: list[str], at: dict | list[dict] | None, params, seed: int, allowed,
           bounds: dict | None = None) -> FaultPlan:
     """Resolve every fault's placement: given keys win, the rest come from the seed."""
+    import numpy as np  # here, not at the top: `moetrace --help` reads FAULTS
+
     rng = np.random.default_rng([seed, 7])
     ats = at if isinstance(at, list) else [at or {}] * len(names)
     faults = []
