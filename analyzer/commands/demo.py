@@ -4,13 +4,16 @@ Eight ranks run cann/shmem's dispatch_classic + combine_classic; one token's
 router output carries an expert id past num_experts. Dispatch drops the pair (no
 core serves a dst rank >= P), and combine waits every top-k status slot (it only
 skips invalid ids when it sums), so the token owner hangs exactly as the real
-combine_classic would. The demo prints the simulated outcome and a trace
-summary, then the diagnose report when the diagnose engine is installed.
+combine_classic would. The demo prints the simulated outcome and what a
+post-mortem dump shows (from the trace alone, through the SQL views), then the
+diagnosis.
+
+Exit code: 0 when the diagnosis names the injected fault as its root cause, 1
+when it does not (so the demo doubles as an end-to-end self-check).
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -28,54 +31,51 @@ def register(app: typer.Typer) -> None:
         """Simulate classic dispatch/combine on 8 ranks with one invalid expert id and diagnose the hang."""
         import tempfile
 
-        from kernels.api import simulate
+        from analyzer.engine import diagnose
+        from analyzer.report import render
+        from kernels.api import DATASET_DIR, simulate
         from kernels.base import Params
 
         out = out or Path(tempfile.mkdtemp(prefix="moetrace-demo-"))
         params = Params(ranks=8, cores=8, tokens=16, topk=2, hidden=8, local_experts=2)
         truth = simulate("classic", params, faults=["invalid-expert"], seed=seed, out=out, at=DEMO_AT)
-        ds = out / "dataset"
+        ds = out / DATASET_DIR
         typer.echo(f"simulated: {truth.summary()}")
         typer.echo(f"trace: {ds}")
         typer.echo(trace_summary(ds))
-        code = diagnose(ds)
-        if code is not None:
-            raise typer.Exit(code)
+        typer.echo("")
+        report = diagnose([ds])
+        typer.echo(render(report, "text"), nl=False)
+        if not names_injected_fault(report):
+            typer.echo("moetrace: demo: the diagnosis did not name the injected invalid expert id "
+                       "as its root cause", err=True)
+            raise typer.Exit(1)
 
 
 def trace_summary(ds: Path) -> str:
     """Events per kind and the waits that never ended, as a post-mortem dump shows them."""
-    import numpy as np
-
-    from ingest.contract import Kind
     from ingest.dataset import Dataset
+    from rules.views import connect
 
-    d = Dataset(ds)
-    a = d.arrays(["rank", "core", "kind", "region", "offset"])
-    kinds, counts = np.unique(a["kind"], return_counts=True)
-    lines = ["events per kind: " + ", ".join(f"{Kind(k).wire} {n}" for k, n in zip(kinds, counts))]
-    wb = a["kind"] == Kind.WAIT_BEGIN
-    we = a["kind"] == Kind.WAIT_END
-    # Rows are in (rank, core, seq) order: a wait_begin not followed by its wait_end is stuck.
-    nxt_end = np.zeros(len(wb), bool)
-    nxt_end[:-1] = we[1:] & (a["rank"][1:] == a["rank"][:-1]) & (a["core"][1:] == a["core"][:-1])
-    stuck = np.flatnonzero(wb & ~nxt_end)
-    regions = d.manifest.regions
-    for i in stuck:
-        reg = regions[int(a["region"][i])]
-        off = int(a["offset"][i])
-        lines.append(f"stuck wait: rank {a['rank'][i]} core {a['core'][i]} on {reg.name}[{off}] "
-                     f"(slot {off // reg.slot_words})")
-    if not len(stuck):
+    con = connect(Dataset(ds))
+    kinds = con.sql("SELECT kind, count(*) FROM events GROUP BY kind ORDER BY min(_kind_code(kind))").fetchall()
+    lines = ["events per kind: " + ", ".join(f"{k} {n}" for k, n in kinds)]
+    stuck = con.sql("""
+        SELECT w.rank, w.core, w.region, w."offset" // r.slot_words AS slot, w."offset", w.cmp, w.target
+        FROM waits w JOIN _regions r ON r.name = w.region
+        WHERE w.stuck ORDER BY w.rank, w.core""").fetchall()
+    for rank, core, region, slot, offset, cmp, target in stuck:
+        lines.append(f"stuck wait: rank {rank} core {core} on {region} slot {slot} "
+                     f"(offset {offset}) until {cmp} {target}")
+    if not stuck:
         lines.append("stuck waits: none")
     return "\n".join(lines)
 
 
-def diagnose(ds: Path) -> int | None:
-    """Run the diagnose engine on the dataset if it is there; None when it is not (yet)."""
-    try:
-        from analyzer.commands.diagnose import run_diagnose
-    except (ImportError, AttributeError):
-        return None
-    typer.echo("")
-    return run_diagnose([ds], fmt="text", out=sys.stdout)
+def names_injected_fault(report) -> bool:
+    """True when a root cause is the invalid-expert finding on the injected (rank, token, topk)."""
+    for f in report.roots:
+        if f.family == "invalid-expert-id" and f.location.rank == DEMO_AT["rank"] \
+                and f.extra.get("token") == DEMO_AT["token"] and f.extra.get("topk") == DEMO_AT["topk"]:
+            return True
+    return False
