@@ -16,6 +16,8 @@ import numpy as np
 from ingest.contract import COLUMN, COLUMNS, REMOTE_WRITE_KINDS, Kind, _Named
 from ingest.dataset import Dataset
 
+from ._jit import kernel
+
 
 class TraceView:
     def __init__(self, dataset: Dataset):
@@ -77,32 +79,27 @@ class TraceView:
     @cached_property
     def owner(self) -> np.ndarray:
         """Rank whose memory the row's target word lives in (peer for remote writes)."""
-        kind = self.col("kind")
-        remote = np.isin(kind, np.array([int(k) for k in REMOTE_WRITE_KINDS], dtype=kind.dtype))
-        rank = self.col("rank").astype(np.int32)
-        peer = self.col("peer").astype(np.int32)
-        return np.where(remote & (peer != self.null("peer")), peer, rank).astype(np.int32)
+        out = np.empty(self.n, np.int32)
+        _owner_kernel(self.col("kind"), self.col("rank"), self.col("peer"), _REMOTE, self.null("peer"), out)
+        return out
 
     @cached_property
     def key(self) -> np.ndarray:
         """Dense element key of the row's target: owner * words_per_rank + base + offset; -1 if none.
 
         For a get the key is its local destination (local_region, local_offset)
-        on its own rank; the peer-side read is not a write.
+        on its own rank; the peer-side read is not a write.  One numba pass:
+        the numpy form made five int64 temporaries of the trace's length.
         """
         kind = self.col("kind")
-        region = self.col("region").astype(np.int64)
-        offset = self.col("offset")
-        is_get = kind == Kind.GET
-        if is_get.any():
-            lreg = self.col("local_region").astype(np.int64)
-            loff = self.col("local_offset")
-            region = np.where(is_get, lreg, region)
-            offset = np.where(is_get, loff, offset)
-        has = region >= 0
-        base = self.region_base[np.where(has, region, 0)]
-        wpr = self.manifest.words_per_rank
-        return np.where(has, self.owner.astype(np.int64) * wpr + base + offset, -1)
+        has_get = bool((kind == Kind.GET).any())
+        region, offset = self.col("region"), self.col("offset")
+        lreg = self.col("local_region") if has_get else region
+        loff = self.col("local_offset") if has_get else offset
+        out = np.empty(self.n, np.int64)
+        _key_kernel(kind, region, offset, lreg, loff, self.owner, self.region_base,
+                    np.int64(self.manifest.words_per_rank), int(Kind.GET), out)
+        return out
 
     def key_of(self, owner: int, region: int, offset: int) -> int:
         return owner * self.manifest.words_per_rank + int(self.region_base[region]) + offset
@@ -153,6 +150,28 @@ class TraceView:
                 v = self.manifest.regions[v].name
             out[json_name(kind, name)] = v
         return out
+
+
+# Indexable by kind code: does the kind write into its peer's memory?
+_REMOTE = np.zeros(max(int(k) for k in Kind) + 1, np.bool_)
+_REMOTE[[int(k) for k in REMOTE_WRITE_KINDS]] = True
+
+
+@kernel
+def _owner_kernel(kind, rank, peer, remote, peer_null, out):
+    for i in range(len(kind)):
+        p = peer[i]
+        out[i] = p if remote[kind[i]] and p != peer_null else rank[i]
+
+
+@kernel
+def _key_kernel(kind, region, offset, lreg, loff, owner, base, wpr, k_get, out):
+    for i in range(len(kind)):
+        if kind[i] == k_get:
+            r, o = lreg[i], loff[i]
+        else:
+            r, o = region[i], offset[i]
+        out[i] = owner[i] * wpr + base[r] + o if r >= 0 else -1
 
 
 __all__ = ["TraceView", "COLUMNS", "_Named"]
