@@ -241,7 +241,7 @@ def _finding(hit: "Hit", rule: type["Rule"], config: Config, trace: "TraceView")
     key = normalize_key(hit.key)
     return Finding(id="", code=hit.code, family=_value(rule.family), name=rule.name, severity=severity,
                    confidence=_value(hit.confidence), message=hit.message, location=location,
-                   evidence=evidence, fingerprint=fingerprint(hit.code, location, key),
+                   evidence=evidence, fingerprint=fingerprint(hit.code, location),
                    extra={**extra, "_causes": tuple((c, normalize_key(k)) for c, k in hit.caused_by)},
                    key=key)
 

@@ -33,10 +33,11 @@ MANIFEST = {
 }
 
 
-def events(bad_expert: int = 99, with_write: bool = True, waits: bool = True, ts_shift: int = 0) -> list[dict]:
+def events(bad_expert: int = 99, with_write: bool = True, waits: bool = True, ts_shift: int = 0,
+           seq_shift: int = 0) -> list[dict]:
     out = []
     for r in range(4):
-        seq = 0
+        seq = seq_shift
 
         def ev(kind, **kw):
             nonlocal seq
