@@ -37,60 +37,85 @@ def _ok(flag: bool) -> str:
 
 def render(r: dict) -> str:
     out = ["## Diagnose", "",
-           f"`uv run python bench/perf.py --sizes {','.join(_size(s['events']) for s in r['sizes'])}` on "
+           f"`uv run python bench/perf.py --sizes {','.join(dict.fromkeys(_size(s['events']) for s in r['sizes']))} "
+           f"--protocols {','.join(r['columns'])}` on "
            f"{machine()}; shared with other engineers' work while measured, so noisy: read min beside median.",
            "Each number is a fresh process on warm page cache; diagnose is process start to report "
            "written (`--format json -o FILE`), the others are timed inside their process.", ""]
     for s in r["sizes"]:
-        n, t = s["events"], s["time"]
-        rec = s["recipe"]
-        out += [f"### {s['protocol']}, {n:,} events ({_size(n)})", "",
-                f"Dataset `{s['dataset']}`: {len(rec['pieces'])} simulated pieces "
-                f"({rec['params']['ranks']} ranks x {rec['params']['cores']} cores, top-{rec['params']['topk']}, "
-                f"{rec['params']['rounds']} rounds each) laid end to end, the last with "
-                f"faults {', '.join(rec['faults_last_piece'])}; {s['disk_bytes'] / n:.2f} bytes/event "
-                f"parquet, {s['ring_bytes'] / 2**20:.0f} MiB of ring dumps. "
-                f"Findings: {s['summary'].get('findings')} ({s['summary'].get('root_causes')} roots), "
-                f"codes {', '.join(s['codes'])}.", "",
-                "| measurement | time | events/s | peak RSS | bytes/event (RSS) |",
-                "|---|---|---|---|---|"]
-        for k, label in (("diagnose", "moetrace diagnose (end to end)"),
-                         ("limit", f"limit: pyarrow read of the {len(r['columns'])} rule columns"),
-                         ("baseline", "DuckDB baseline (bench/baseline.sql)"),
-                         ("ingest", "ingest from binary ring dumps")):
-            rss = s["rss"].get(k, 0)
-            out.append(f"| {label} | {_t(t[k])} | {n / t[k]['med'] / 1e6:.2f} M | {rss / 2**30:.2f} GiB "
-                       f"| {rss / n:.0f} |")
-        out += ["", f"- limit as a whole process (interpreter start included): {_t(t['limit_process'])}; "
-                    f"the columns alone hold {s['limit_nbytes'] / n:.1f} bytes/event",
-                f"- diagnose / limit = **{t['diagnose']['med'] / t['limit']['med']:.2f}x** (aim <= 2x: "
-                f"{_ok(t['diagnose']['med'] <= 2 * t['limit']['med'])})",
-                f"- baseline / diagnose = **{t['baseline']['med'] / t['diagnose']['med']:.2f}x** (aim >= 5x: "
-                f"{_ok(t['baseline']['med'] >= 5 * t['diagnose']['med'])}); baseline result rows "
-                f"{s['baseline_results']}",
-                f"- peak memory {s['rss']['diagnose'] / n:.0f} bytes/event (aim <= 48: "
-                f"{_ok(s['rss']['diagnose'] / n <= 48)})",
-                f"- ingest {n / t['ingest']['med'] / 1e6:.2f} M events/s (aim >= 5 M: "
-                f"{_ok(n / t['ingest']['med'] >= 5e6)})",
-                f"- numba: first diagnose with an empty cache {s['compile']['first']:.2f} s, second "
-                f"{s['compile']['second']:.2f} s: compile ~{s['compile']['first'] - s['compile']['second']:.1f} s; "
-                f"the second run wrote {s['compile']['written_by_second']} of {s['compile']['cache_files']} "
-                f"cache files (aim 0: {_ok(s['compile']['written_by_second'] == 0)})", ""]
-    if len(r["sizes"]) >= 2:
-        a, b = r["sizes"][0], r["sizes"][-1]
-        ev = b["events"] / a["events"]
-        out.append("### Growth")
-        out.append("")
-        for k in ("diagnose", "limit", "baseline", "ingest"):
-            g = b["time"][k]["med"] / a["time"][k]["med"]
-            out.append(f"- {k}: {ev:.1f}x the events, {g:.1f}x the time"
-                       + (f" (aim <= {1.1 * ev:.1f}x: {_ok(g <= 1.1 * ev)})" if k == "diagnose" else ""))
-        out.append("")
+        out += _size_section(s, r["columns"][s["protocol"]])
+    out += _growth(r["sizes"])
     h = r["help"]
     out += [f"`moetrace --help`: {_t(h)} (aim < 0.5 s: {_ok(h['med'] < 0.5)})", ""]
     if NOTES.exists():
         out += [NOTES.read_text().strip(), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+LABELS = {"diagnose": "moetrace diagnose (end to end)", "limit": "limit: pyarrow read of the rule columns",
+          "baseline": "DuckDB baseline (bench/baseline.sql)", "ingest": "ingest from binary ring dumps"}
+
+
+def _size_section(s: dict, columns: list[str]) -> list[str]:
+    n, t, rec = s["events"], s["time"], s["recipe"]
+    p = rec["params"]
+    out = [f"### {s['protocol']}, {n:,} events ({_size(n)})", "",
+           f"Dataset `{s['dataset']}`: {len(rec['pieces'])} simulated piece(s) ({p['ranks']} ranks x "
+           f"{p['cores']} cores, {p['tokens']} tokens, top-{p['topk']}, {p['rounds']} rounds each) laid end "
+           f"to end, the last with faults {', '.join(rec['faults_last_piece'])}; {s['disk_bytes'] / n:.2f} "
+           f"bytes/event parquet, {s['ring_bytes'] / 2**20:.0f} MiB of ring dumps."]
+    if "summary" in s:
+        out[-1] += (f" Findings: {s['summary'].get('findings')} ({s['summary'].get('root_causes')} roots), "
+                    f"codes {', '.join(s['codes'])}.")
+    out += ["", "| measurement | time | events/s | peak RSS | bytes/event (RSS) |", "|---|---|---|---|---|"]
+    for k, label in LABELS.items():
+        if k in s["skipped"]:
+            out.append(f"| {label} | not run: {s['skipped'][k]} | | | |")
+            continue
+        rss = s["rss"][k]
+        out.append(f"| {label} | {_t(t[k])} | {n / t[k]['med'] / 1e6:.2f} M | {rss / 2**30:.2f} GiB | {rss / n:.0f} |")
+    out.append("")
+    if "limit" in t:
+        out.append(f"- limit: {len(columns)} columns; as a whole process (interpreter start included) "
+                   f"{_t(t['limit_process'])}; the arrow columns hold {s['limit_nbytes'] / n:.1f} bytes/event")
+    if "diagnose" in t and "limit" in t:
+        q = t["diagnose"]["med"] / t["limit"]["med"]
+        out.append(f"- diagnose / limit = **{q:.2f}x** (min/min {t['diagnose']['min'] / t['limit']['min']:.2f}x; "
+                   f"aim <= 2x: {_ok(q <= 2)})")
+    if "diagnose" in t and "baseline" in t:
+        q = t["baseline"]["med"] / t["diagnose"]["med"]
+        out.append(f"- baseline / diagnose = **{q:.2f}x** (min/min {t['baseline']['min'] / t['diagnose']['min']:.2f}x; "
+                   f"aim >= 5x: {_ok(q >= 5)}); baseline result rows {s['baseline_results']} "
+                   f"(missing producers, stuck waits, unquiesced signals)")
+    if "diagnose" in t:
+        c = s["compile"]
+        out += [f"- diagnose peak memory {s['rss']['diagnose'] / n:.0f} bytes/event (aim <= 48: "
+                f"{_ok(s['rss']['diagnose'] / n <= 48)})",
+                f"- numba: first diagnose with an empty NUMBA_CACHE_DIR {c['first']:.2f} s, second {c['second']:.2f} s: "
+                f"compile ~{c['first'] - c['second']:.1f} s; the second run wrote {c['written_by_second']} of "
+                f"{c['cache_files']} cache files (aim 0: {_ok(c['written_by_second'] == 0)})"]
+    if "ingest" in t:
+        out.append(f"- ingest {n / t['ingest']['med'] / 1e6:.2f} M events/s (aim >= 5 M: "
+                   f"{_ok(n / t['ingest']['med'] >= 5e6)})")
+    return out + [""]
+
+
+def _growth(sizes: list[dict]) -> list[str]:
+    out = []
+    for a, b in zip(sizes, sizes[1:]):
+        if a["protocol"] != b["protocol"]:
+            continue
+        ev = b["events"] / a["events"]
+        lines = []
+        for k in LABELS:
+            if k in a["time"] and k in b["time"]:
+                g = b["time"][k]["med"] / a["time"][k]["med"]
+                lines.append(f"- {k}: {g:.1f}x the time" + (
+                    f" (aim <= 1.1 x {ev:.1f} = {1.1 * ev:.1f}x: {_ok(g <= 1.1 * ev)})" if k == "diagnose" else ""))
+        if lines:
+            out += [f"### Growth, {a['protocol']} {_size(a['events'])} -> {_size(b['events'])} ({ev:.1f}x the events)",
+                    "", *lines, ""]
+    return out
 
 
 def _size(n: int) -> str:

@@ -91,7 +91,7 @@ def build(protocol: str, events: int) -> Path:
     last = _piece(rec, rec.fault_seed, rec.faults)
     sizes = {p: json.loads((p / REPORT_FILE).read_text())["rows_out"] for p in clean + [last]}
     order, total = [], sizes[last]
-    while total + sizes[clean[len(order) % len(clean)]] <= events or not order:
+    while total + sizes[clean[len(order) % len(clean)]] <= events:
         order.append(clean[len(order) % len(clean)])
         total += sizes[order[-1]]
     order.append(last)

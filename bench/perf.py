@@ -1,6 +1,7 @@
 """Diagnose benchmark: moetrace diagnose against the read limit and a hand-written DuckDB baseline.
 
-    uv run python bench/perf.py [--sizes 10M,100M] [--protocol classic] [--reps 3] [--no-results]
+    uv run python bench/perf.py [--sizes 1M,10M,100M] [--protocols classic,reduce_scatter] [--reps 3]
+                                [--no-results] [--json FILE]
 
 Builds (once, cached under bench/cache/, see bench/_traces.py) simulator traces
 of about each size, then on each, in one run, as the median (min, max) of
@@ -128,45 +129,67 @@ def rules_columns(protocol: str) -> list[str]:
     return json.loads(f.read_text())
 
 
-def bench_size(protocol: str, events: int, reps: int, cols: list[str]) -> dict:
+def mem_available() -> int:
+    try:
+        return int(next(x for x in open("/proc/meminfo") if x.startswith("MemAvailable")).split()[1]) * 1024
+    except (OSError, StopIteration, ValueError):
+        return 1 << 62
+
+
+def bench_size(protocol: str, events: int, reps: int, cols: list[str], bpe: dict) -> dict:
+    """One size; ``bpe``: peak bytes/event per measurement at the previous size, to skip what
+    would not fit (the machine is shared: a measurement projected past 70% of the memory
+    available now is not run, and the report says so)."""
     d = _traces.build(protocol, events)
     ds, rings = d / "dataset", d / "rings"
     n = json.loads((ds / "ingest.json").read_text())["rows_out"]
     res = {"protocol": protocol, "events": n, "dataset": str(d.relative_to(ROOT)),
            "disk_bytes": sum(p.stat().st_size for p in (ds / "events").rglob("*.parquet")),
            "ring_bytes": sum(p.stat().st_size for p in rings.glob("*.mtr")),
-           "recipe": json.loads((d / "recipe.json").read_text())}
+           "recipe": json.loads((d / "recipe.json").read_text()), "skipped": {}}
+    avail = mem_available()
+    for k, b in bpe.items():
+        if b * n > 0.7 * avail:
+            res["skipped"][k] = f"projected peak {b * n / 2**30:.1f} GiB ({b:.0f} bytes/event at the " \
+                                f"previous size) > 70% of the {avail / 2**30:.1f} GiB available"
+    run = [k for k in ("diagnose", "limit", "baseline", "ingest") if k not in res["skipped"]]
     report = Path(tempfile.mkdtemp(prefix="moetrace-perf-")) / "report.json"
     diag = [*MOETRACE, "diagnose", str(ds), "--format", "json", "-o", str(report), "--no-progress"]
-    child(diag)  # warm-up: page cache and numba's on-disk cache
-    runs = {"diagnose": [], "limit": [], "limit_process": [], "baseline": [], "ingest": []}
-    rss = {"diagnose": [], "limit": [], "baseline": [], "ingest": []}
+    if "diagnose" in run:
+        child(diag)  # warm-up: page cache and numba's on-disk cache
+    runs = {k: [] for k in run}
+    rss = {k: [] for k in run}
     out_ds = Path(tempfile.mkdtemp(prefix="moetrace-perf-ingest-")) / "ds"
     for i in range(reps):
         # Interleaved, so drift in the machine's load spreads over all of them.
-        w, m, _ = child(diag)
-        runs["diagnose"].append(w)
-        rss["diagnose"].append(m)
-        w, m, info = child([PY, "-c", LIMIT, str(ds), json.dumps(cols)])
-        runs["limit"].append(info["s"])
-        runs["limit_process"].append(w)
-        rss["limit"].append(m)
-        res["limit_nbytes"] = info["nbytes"]
-        w, m, info = child([PY, "-c", BASELINE, str(ds), str(ROOT / "bench" / "baseline.sql")])
-        runs["baseline"].append(info["s"])
-        rss["baseline"].append(m)
-        res["baseline_results"] = info["results"]
-        w, m, info = child([PY, "-c", INGEST, str(rings), str(out_ds)])
-        runs["ingest"].append(info["s"])
-        rss["ingest"].append(m)
+        if "diagnose" in run:
+            w, m, _ = child(diag)
+            runs["diagnose"].append(w)
+            rss["diagnose"].append(m)
+        if "limit" in run:
+            w, m, info = child([PY, "-c", LIMIT, str(ds), json.dumps(cols)])
+            runs["limit"].append(info["s"])
+            runs.setdefault("limit_process", []).append(w)
+            rss["limit"].append(m)
+            res["limit_nbytes"] = info["nbytes"]
+        if "baseline" in run:
+            w, m, info = child([PY, "-c", BASELINE, str(ds), str(ROOT / "bench" / "baseline.sql")])
+            runs["baseline"].append(info["s"])
+            rss["baseline"].append(m)
+            res["baseline_results"] = info["results"]
+        if "ingest" in run:
+            w, m, info = child([PY, "-c", INGEST, str(rings), str(out_ds)])
+            runs["ingest"].append(info["s"])
+            rss["ingest"].append(m)
         print(f"{protocol} {n:,} rep {i + 1}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in runs.items()),
               file=sys.stderr)
-    doc = json.loads(report.read_text())
-    res["summary"] = doc.get("summary", {})
-    res["codes"] = sorted({f["code"] for f in doc.get("findings", [])})
     res["time"] = {k: stats(v) for k, v in runs.items()}
     res["rss"] = {k: max(v) for k, v in rss.items()}
-    res["compile"] = compile_cost(diag)
+    if "diagnose" in run:
+        doc = json.loads(report.read_text())
+        res["summary"] = doc.get("summary", {})
+        res["codes"] = sorted({f["code"] for f in doc.get("findings", [])})
+        res["compile"] = compile_cost(diag)
     return res
 
 
@@ -188,8 +211,9 @@ def help_time(reps: int = 5) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="10M,100M", help="comma-separated event counts (10M, 100M, 2.5M)")
-    ap.add_argument("--protocol", default="classic", choices=sorted(_traces.RECIPES))
+    ap.add_argument("--sizes", default="1M,10M,100M", help="comma-separated event counts (10M, 100M, 2.5M)")
+    ap.add_argument("--protocols", default="classic,reduce_scatter",
+                    help=f"comma-separated, of {', '.join(sorted(_traces.RECIPES))}")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-results", action="store_true", help="do not rewrite bench/RESULTS.md")
     ap.add_argument("--json", type=Path, help="also write all numbers here")
@@ -198,12 +222,16 @@ def main() -> None:
     # Compiled bytecode, so interpreter start is what a normal install pays (PYTHONDONTWRITEBYTECODE
     # may be set in this environment, and then every run would recompile every module).
     subprocess.run([PY, "-m", "compileall", "-q", "analyzer", "rules", "ingest", "kernels"], cwd=ROOT, check=False)
-    cols = rules_columns(args.protocol)
-    results = {"help": help_time(), "columns": cols, "sizes": []}
-    for events in sizes:
-        results["sizes"].append(bench_size(args.protocol, events, args.reps, cols))
-        if args.json:
-            args.json.write_text(json.dumps(results, indent=2) + "\n")
+    results = {"help": help_time(), "columns": {}, "sizes": []}
+    for protocol in args.protocols.split(","):
+        cols = results["columns"][protocol] = rules_columns(protocol)
+        bpe: dict = {}
+        for events in sizes:
+            res = bench_size(protocol, events, args.reps, cols, bpe)
+            results["sizes"].append(res)
+            bpe.update({k: v / res["events"] for k, v in res["rss"].items()})
+            if args.json:
+                args.json.write_text(json.dumps(results, indent=2) + "\n")
     from _perf_report import render
 
     text = render(results)
