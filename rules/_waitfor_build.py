@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.contract import Kind, Op, Outcome
+from ingest.contract import Kind, Op
 
 from ._waitfor_scan import STOPPED, scan_cores
 from ._waitfor_tables import Tables
@@ -165,7 +165,7 @@ class Builder:
         same = idx[(tb.w_slot[idx] == w.slot) & ~wrong_slot]
         other = same[tb.w_owner[same] != w.rank]
         peer = [i for i in other.tolist() if not self.tables.waited(int(tb.w_skey[i]), w.launch)]
-        out = sorted(set(idx[wrong_slot].tolist()) | set(peer) | set(_surplus(self, same, w.rank)))
+        out = sorted(set(idx[wrong_slot].tolist()) | set(peer) | set(_surplus(self, same, w)))
         for i in out:
             key = self.key_of_row(int(tb.w_row[i]))
             entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
@@ -182,53 +182,18 @@ class Builder:
             idx = idx[tb.w_value[idx] != reset]
         return len(np.unique(tb.w_slot[idx]))
 
-    def stale_candidates(self, w) -> list[tuple]:
-        """Earlier waits of w's rank and launch that the previous launch's leftover value already
-        satisfied: ((MT201, wait_end key), text). A stale count makes the waiter expect rows
-        nobody sends."""
-        k = (w.rank, w.launch)
+    def stale_candidates(self, w, rank: int | None = None) -> list[tuple]:
+        """Earlier waits of ``rank`` (default w's) in w's launch that the previous launch's
+        leftover value already satisfied: ((MT202 / MT201, key), text). A stale count makes the
+        waiter expect rows nobody sends, or a producer send rows to the wrong slots."""
+        from ._waitfor_stale import stale_waits
+
+        k = (w.rank if rank is None else rank, w.launch)
         if not hasattr(self, "_stale"):
             self._stale = {}
         if k not in self._stale:
-            self._stale[k] = self._find_stale(w.rank, w.launch)
+            self._stale[k] = stale_waits(self, k[0], w.launch)
         return [c for c in self._stale[k] if c[0][1] != w.key]
-
-    def _find_stale(self, rank: int, launch: int) -> list[tuple]:
-        t, tb = self.trace, self.tables
-        if launch == 0:
-            return []
-        kind = t["kind"]
-        rk = t["rank"]
-        sel = np.flatnonzero((kind == Kind.WAIT_END) & (rk == rank) & (t["launch"] == launch)
-                             & (t["outcome"] != int(Outcome.TIMEOUT)))
-        begins = np.flatnonzero(kind == Kind.WAIT_BEGIN)
-        out = []
-        for e in sel.tolist()[:4096]:
-            j = int(np.searchsorted(begins, e)) - 1
-            if j < 0 or t["rank"][begins[j]] != rank or t["core"][begins[j]] != t["core"][e]:
-                continue
-            b = int(begins[j])
-            region = int(t["region"][b])
-            slot = tb.slot_of(region, int(t["offset"][b]))
-            skey = int(tb.skey(rank, region, slot))
-            hist = tb.history(skey, launch)
-            if not len(hist):
-                continue
-            # Stale: the slot has a reset value, yet its last write before this launch is no
-            # reset; the wait may have passed on the leftover (a put's value need not be the
-            # word compared, so the leftover itself is not checked against the target).
-            reset = t.manifest.regions[region].reset
-            v = int(tb.w_value[hist[-1]])
-            if reset is None or (v == reset and tb.w_op[hist[-1]] != Op.ADD):
-                continue
-            name = t.manifest.regions[region].name
-            out.append((("MT201", self.key_of_row(e)),
-                        f"rank {rank} core {int(t['core'][e])}'s earlier wait on {name}[{slot}] ended on a "
-                        f"slot never reset to {reset} after launch {int(tb.w_launch[hist[-1]])}: a stale "
-                        f"count or flag"))
-            if len(out) >= 4:
-                break
-        return out
 
     def share_to(self, rank: int, core: int, owner: int) -> float:
         """Fraction of a core's remote writes (whole trace) that target ``owner``."""
@@ -303,22 +268,27 @@ class Builder:
         return dict(sorted(self._stops.items()))
 
 
-def _surplus(b, same: np.ndarray, owner: int) -> list[int]:
-    """p's writes of w's slot beyond what each peer usually gets: the copy meant for ``owner``.
+def _surplus(b, same: np.ndarray, w) -> list[int]:
+    """p's writes of w's slot beyond what each peer should get: the copies meant for the waiter.
 
-    An all-to-all writes the same slot once (or once per word) on every peer;
-    a wrong peer shows up as one rank getting it twice and the waiter never.
+    An all-to-all writes the same slot once (or once per word) on every peer
+    that waits on it; a wrong peer shows up as one rank getting it twice and
+    the waiter never.  The share each owner is due comes from the waiters:
+    the copies written, spread over the ranks that wait on the slot in this
+    launch (the mode of the per-owner counts fails when one core serves two
+    peers and sends both copies astray: as many owners get 2 as get none).
     Of the duplicates, the misdirected ones come from the cores that mostly
     write to other ranks (a core usually serves one peer).
     """
     tb = b.tables
+    owner = w.rank
     if len(same) < 2:
         return []
     owners, counts = np.unique(tb.w_owner[same], return_counts=True)
     if owner in owners.tolist() or len(owners) < 2:
         return []
-    vals, freq = np.unique(counts, return_counts=True)
-    usual = int(vals[np.argmax(freq)])
+    waiting = sum(tb.waited(int(tb.skey(r, w.region, w.slot)), w.launch) for r in range(b.P))
+    usual = max(1, int(counts.sum()) // max(int(waiting), len(owners) + 1))
     out = []
     for o, c in zip(owners.tolist(), counts.tolist()):
         if c > usual:

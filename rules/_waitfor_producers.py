@@ -185,7 +185,9 @@ def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
                        + "; ".join(d[2] for d in dropped[:3]),
                        causes=tuple((d[0], d[1]) for d in dropped), rows=tuple(("dropped", d[3]) for d in dropped[:4]),
                        gap=gap)
-    stale = b.stale_candidates(w)
+    # The waiter's stale count (it expects rows nobody sends), else the producer's (it ran on
+    # rows of the previous launch and never came to this slot).
+    stale = b.stale_candidates(w) or b.stale_candidates(w, p)
     return Verdict(p, via, "finished-without-writing",
                    f"{who} finished launch {w.launch} without ever writing it"
                    + "".join(f"; {txt}" for _, txt in stale[:2]),

@@ -43,7 +43,8 @@ class WrongTarget(Rule):
         for key, entry in sorted(wf.wrong.items()):
             waits = [wf.nodes[i] for i in dict.fromkeys(entry["waits"])]
             where = b.write_text(entry["write"])
-            expects = "; ".join(f"{b.node_text(n.id)} (expects it from rank {key[0]})" for n in waits[:4])
+            expects = "; ".join(f"rank {n.rank} {b.node_text(n.id)} (expects it from rank {key[0]})"
+                                for n in waits[:4])
             gap = b.gap_of_rank(key[0])
             msg = (f"rank {key[0]} core {key[1]} launch {int(trace['launch'][entry['row']])} wrote {where}, "
                    f"instead of the slot a stuck wait needs: {expects}")

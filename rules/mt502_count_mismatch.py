@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import _passes as P
+from ._waitfor_stale import count_causes
 from .base import Confidence, Family, Rule, Severity
+
+
+_CAUSE_TEXT = {"MT202": "the receiver's counter was not reset after the previous launch",
+               "MT105": "the sender wrote a count meant for another peer here"}
 
 
 class CountMismatch(Rule):
@@ -102,7 +107,12 @@ class CountMismatch(Rule):
             rows = tuple(x for x in (("announced count", a), ("deliver", b)) if x[1] >= 0)
             first = rows[0][1]
             msg = f"launch {L} local expert {e}: {said}, but {heard}"
-            yield self.hit(msg, rows=rows, confidence=conf,
+            # Not a root of its own when the receiver's counter was never reset, or a copy meant
+            # for another peer landed here: the count then differs by what those left behind.
+            causes = count_causes(trace, L, i, j)
+            if causes:
+                msg += " (" + "; ".join(_CAUSE_TEXT[c] for c in dict.fromkeys(c for c, _ in causes)) + ")"
+            yield self.hit(msg, rows=rows, confidence=conf, caused_by=causes,
                            key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
                            extra={"launch": L, "sender": i, "receiver": j, "local_expert": e,
                                   "announced": int(va[gi]) if a >= 0 else None,

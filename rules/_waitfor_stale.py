@@ -1,0 +1,136 @@
+"""Stale counts and flags behind a hang, and the findings of other rules a hang cites.
+
+A hang rule cites another rule's hit by the key that rule gives it, so it
+asks that rule (``hits_of``) instead of restating its logic: the stale-flag
+rules decide what was never reset, the wait-for analysis only links to them.
+
+``stale_waits`` is whole-array numpy over the completed waits of one
+(rank, launch): a wait passed on a leftover when the last launch that wrote
+its slot before this one left the slot off its reset value (MT202 says so).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ingest.contract import Kind, Outcome, Role
+
+_HITS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def hits_of(trace, code: str) -> list:
+    """Another rule's hits on this trace, computed once per TraceView (default options)."""
+    per = _HITS.setdefault(trace, {})
+    if code not in per:
+        from . import registry
+        from .base import RuleContext
+
+        rule = registry().get(code)
+        per[code] = list(rule().check(trace, RuleContext())) if rule is not None else []
+    return per[code]
+
+
+def not_reset(trace) -> dict:
+    """MT202 hits by (owner rank, region id, launch) -> (key, word offsets or None when truncated)."""
+    per = _HITS.setdefault(trace, {})
+    if "_not_reset" not in per:
+        names = {r.name: i for i, r in enumerate(trace.manifest.regions)}
+        out: dict = {}
+        for h in hits_of(trace, "MT202"):
+            loc = h.location
+            region = names.get(loc.get("region"))
+            if region is None or loc.get("rank") is None or loc.get("launch") is None:
+                continue
+            offs = list(h.extra.get("offsets") or [])
+            complete = int(h.extra.get("words", len(offs))) <= len(offs)
+            out[(int(loc["rank"]), region, int(loc["launch"]))] = (tuple(h.key), offs if complete else None)
+        per["_not_reset"] = out
+    return per["_not_reset"]
+
+
+def not_reset_of(trace, owner: int, launch: int) -> list[tuple]:
+    """MT202 keys of the owner's regions left unreset by the launch before ``launch``."""
+    return [k for (o, _, L), (k, _) in not_reset(trace).items() if o == owner and L == launch - 1]
+
+
+def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
+    """((code, key), text) for completed waits of (rank, launch) that passed on an unreset slot.
+
+    The cause cited is the MT202 hit of the unreset slot (and the MT201 hit of
+    the wait_end where that rule could order it).
+    """
+    t, tb = b.trace, b.tables
+    table = not_reset(t)
+    if launch == 0 or not any(o == rank for o, _, _ in table):
+        return []
+    kind = t["kind"]
+    ends = np.flatnonzero((kind == Kind.WAIT_END) & (t["rank"] == rank) & (t["launch"] == launch)
+                          & (t["outcome"] != int(Outcome.TIMEOUT)))
+    begins = np.flatnonzero(kind == Kind.WAIT_BEGIN)
+    if not len(ends) or not len(begins):
+        return []
+    j = np.searchsorted(begins, ends) - 1
+    bg = begins[np.maximum(j, 0)]
+    ok = (j >= 0) & (t["rank"][bg] == rank) & (t["core"][bg] == t["core"][ends])
+    ends, bg = ends[ok], bg[ok]
+    region = t["region"][bg].astype(np.int64)
+    ok = region >= 0
+    ends, bg, region = ends[ok], bg[ok], region[ok]
+    if not len(ends):
+        return []
+    slot = t["offset"][bg].astype(np.int64) // tb.sw[region]
+    skey = tb.skey(rank, region, slot)
+    # The last launch before this one that wrote the slot: the value the wait may have seen.
+    lo = np.searchsorted(tb._k1, skey * tb.nlaunch)
+    hi = np.searchsorted(tb._k1, skey * tb.nlaunch + launch)
+    has = hi > lo
+    lw = np.where(has, tb.w_launch[tb._o1[np.maximum(hi - 1, 0)]] if len(tb._o1) else -1, -1)
+    # Flagged (region, launch) of this rank, and the flagged slots where MT202 listed every word.
+    nl = tb.nlaunch
+    whole, slots = [], []
+    for (o, reg, L), (_, offs) in table.items():
+        if o != rank:
+            continue
+        if offs is None:
+            whole.append(reg * nl + L)
+        else:
+            slots.extend((reg * nl + L) * tb.slots_per_rank + off // int(tb.sw[reg]) for off in offs)
+    rl = region * nl + lw
+    hit = has & (np.isin(rl, np.array(whole, np.int64))
+                 | np.isin(rl * tb.slots_per_rank + slot, np.array(slots, np.int64)))
+    out = []
+    mt201 = {tuple(h.key) for h in hits_of(t, "MT201")}
+    for i in np.flatnonzero(hit)[:limit].tolist():
+        e, reg, L = int(ends[i]), int(region[i]), int(lw[i])
+        key202 = table[(rank, reg, L)][0]
+        ekey = b.key_of_row(e)
+        name = t.manifest.regions[reg].name
+        text = (f"rank {rank} core {ekey[1]}'s earlier wait on {name}[{int(slot[i])}] ended on a slot "
+                f"never reset to {t.manifest.regions[reg].reset} after launch {L}: a stale count or flag")
+        out.append((("MT202", key202), text))
+        if ekey in mt201:
+            out.append((("MT201", ekey), text))
+    return out
+
+
+def count_causes(trace, launch: int, sender: int, receiver: int) -> tuple:
+    """Causes of a count mismatch from ``sender`` to ``receiver`` in ``launch``: the receiver's
+    counter left unreset by the launch before (MT202), and the sender's writes that the wait-for
+    analysis found misdirected to the receiver in that launch (MT105, a copy meant for another
+    peer)."""
+    out = []
+    regions = trace.manifest.regions
+    stale = [(o, reg, L) for (o, reg, L) in not_reset(trace) if o == receiver and L == launch - 1]
+    counters = [k for k in stale if regions[k[1]].role == Role.COUNTER]
+    out += [("MT202", not_reset(trace)[k][0]) for k in (counters or stale)]
+    from ._waitfor import analyze
+
+    wf = analyze(trace)
+    tb = wf.builder.tables
+    for key, entry in sorted(wf.wrong.items()):
+        i = entry["write"]
+        if key[0] == sender and int(tb.w_owner[i]) == receiver and int(tb.w_launch[i]) == launch:
+            out.append(("MT105", key))
+    return tuple(dict.fromkeys(out))
