@@ -119,7 +119,7 @@ def _growth(sizes: list[dict]) -> list[str]:
 
 
 def _size(n: int) -> str:
-    return f"{round(n / 1e6)}M"
+    return f"{n / 1e6:.3g}M"
 
 
 def write_section(text: str) -> None:

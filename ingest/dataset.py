@@ -420,7 +420,12 @@ class Dataset:
 def to_numpy(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
     spec = COLUMN[name]
     if spec.type == pa.string():
-        return np.asarray(col.to_pylist(), dtype=object)
+        # Through a dictionary: a few distinct kernel names, not one Python str per row.
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        enc = col.dictionary_encode()
+        names = np.array(enc.dictionary.to_pylist() + [None], dtype=object)
+        return names[enc.indices.fill_null(len(names) - 1).to_numpy(zero_copy_only=False)]
     if col.null_count:
         col = col.fill_null(spec.numpy_null)
     if isinstance(col, pa.ChunkedArray):
