@@ -94,6 +94,10 @@ def _size_section(s: dict, columns: list[str]) -> list[str]:
                 f"- numba: first diagnose with an empty NUMBA_CACHE_DIR {c['first']:.2f} s, second {c['second']:.2f} s: "
                 f"compile ~{c['first'] - c['second']:.1f} s; the second run wrote {c['written_by_second']} of "
                 f"{c['cache_files']} cache files (aim 0: {_ok(c['written_by_second'] == 0)})"]
+    if s.get("profile"):
+        out += ["", "Top stages of one diagnose (`MOETRACE_PROFILE=1`; seconds, peak RSS so far):", ""]
+        out += [f"    {sec:7.2f} s  {gib:5.2f} GiB  {what}" for sec, gib, what in s["profile"][:8]]
+        out.append("")
     if "ingest" in t:
         out.append(f"- ingest {n / t['ingest']['med'] / 1e6:.2f} M events/s (aim >= 5 M: "
                    f"{_ok(n / t['ingest']['med'] >= 5e6)})")

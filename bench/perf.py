@@ -1,6 +1,7 @@
 """Diagnose benchmark: moetrace diagnose against the read limit and a hand-written DuckDB baseline.
 
     uv run python bench/perf.py [--sizes 1M,10M,100M] [--protocols classic,reduce_scatter] [--reps 3]
+                                [--reps-large 1]
                                 [--no-results] [--json FILE]
 
 Builds (once, cached under bench/cache/, see bench/_traces.py) simulator traces
@@ -190,7 +191,24 @@ def bench_size(protocol: str, events: int, reps: int, cols: list[str], bpe: dict
         res["summary"] = doc.get("summary", {})
         res["codes"] = sorted({f["code"] for f in doc.get("findings", [])})
         res["compile"] = compile_cost(diag)
+        res["profile"] = profile_stages(diag)
     return res
+
+
+def profile_stages(diag: list[str]) -> list[tuple[float, float, str]]:
+    """(seconds, peak GiB so far, stage) of one diagnose under MOETRACE_PROFILE=1, slowest first."""
+    env = {**os.environ, "MOETRACE_PROFILE": "1"}
+    t = time.perf_counter()
+    err = subprocess.run(diag, env=env, cwd=ROOT, capture_output=True, text=True).stderr
+    total = time.perf_counter() - t
+    stages = []
+    for line in err.splitlines():
+        parts = line.split(None, 7)  # moetrace profile: S s peak G GiB STAGE
+        if line.startswith("moetrace profile:") and len(parts) == 8:
+            stages.append((float(parts[2]), float(parts[5]), parts[7]))
+    rest = total - sum(x[0] for x in stages)
+    stages.append((rest, stages[-1][1] if stages else 0.0, "outside the rules: start, imports, open, report"))
+    return sorted(stages, reverse=True)
 
 
 def compile_cost(diag: list[str]) -> dict:
@@ -215,6 +233,7 @@ def main() -> None:
     ap.add_argument("--protocols", default="classic,reduce_scatter",
                     help=f"comma-separated, of {', '.join(sorted(_traces.RECIPES))}")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps-large", type=int, default=1, help="repetitions at 50M events and more")
     ap.add_argument("--no-results", action="store_true", help="do not rewrite bench/RESULTS.md")
     ap.add_argument("--json", type=Path, help="also write all numbers here")
     args = ap.parse_args()
@@ -227,7 +246,7 @@ def main() -> None:
         cols = results["columns"][protocol] = rules_columns(protocol)
         bpe: dict = {}
         for events in sizes:
-            res = bench_size(protocol, events, args.reps, cols, bpe)
+            res = bench_size(protocol, events, args.reps if events < 50_000_000 else args.reps_large, cols, bpe)
             results["sizes"].append(res)
             bpe.update({k: v / res["events"] for k, v in res["rss"].items()})
             if args.json:
