@@ -122,20 +122,23 @@ class Builder:
         return pick if len(pick) else segs
 
     def current_value(self, n) -> tuple[int | None, str]:
-        """The slot's value at the end of the trace, folding its writes up to the wait's launch."""
+        """The slot's value at the end of the trace: its writes up to the wait's launch folded
+        in row order; for a generation (monotonic) every launch's writes, and the largest wins
+        (a peer already in a later launch has written the slot too)."""
         tb = self.tables
-        idx = tb.history(n.skey, n.launch + 1)
-        reset = self.trace.manifest.regions[n.region].reset
+        region = self.trace.manifest.regions[n.region]
+        idx = tb.history(n.skey, tb.nlaunch if region.monotonic else n.launch + 1)
         vnull = self.trace.null("value")
-        cur = reset
-        for i in idx:
-            v = int(tb.w_value[i])
-            if v == vnull:
-                cur = None
-            elif tb.w_op[i] == Op.ADD:
-                cur = None if cur is None else cur + v
-            else:
-                cur = v
+        vals, ops = tb.w_value[idx], tb.w_op[idx]
+        known = vals != vnull
+        if region.monotonic and known.any():
+            cur = max(int(vals[known].max()), region.reset if region.reset is not None else -(2**62))
+        else:
+            # The last write that sets the word (or carries no value) and the adds after it.
+            setters = np.flatnonzero((ops != Op.ADD) | ~known)
+            k = int(setters[-1]) if len(setters) else -1
+            base = region.reset if k < 0 else (int(vals[k]) if known[k] else None)
+            cur = None if base is None else base + int(vals[k + 1:].sum())
         in_launch = (tb.w_launch[idx] == n.launch).any() if len(idx) else False
         if cur is None:
             return None, "current value unknown"

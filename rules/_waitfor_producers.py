@@ -115,6 +115,19 @@ def classify(b, w, p: int, via: str, why: str) -> Verdict:
     tb = b.tables
     ws = tb.writes_to(w.skey, w.launch)
     ws = ws[tb.w_rank[ws] == p]
+    region = t.manifest.regions[w.region]
+    if region.monotonic and w.cmp == Cmp.EQ:
+        # A generation written past the target, in this launch or a later one, never equals it
+        # again: that (MT204 on this wait) explains the wait, whatever p wrote in the launch.
+        mine = tb.history(w.skey, tb.nlaunch)
+        mine = mine[(tb.w_rank[mine] == p) & (tb.w_value[mine] != t.null("value"))]
+        ahead = mine[tb.w_value[mine] > w.target]
+        if len(ahead):
+            v = int(tb.w_value[ahead].max())
+            return Verdict(p, via, "generation-ahead",
+                           f"{who} is already at generation {v}, past the target {w.target}: the wait "
+                           f"compares with == where >= was needed", causes=(("MT204", w.key),),
+                           rows=(("write beyond target", int(tb.w_row[ahead[-1]])),))
     if len(ws):
         rows = tuple(("producer write", int(tb.w_row[i])) for i in ws[-4:])
         if (tb.w_op[ws] == Op.ADD).any():
@@ -125,11 +138,13 @@ def classify(b, w, p: int, via: str, why: str) -> Verdict:
             return Verdict(p, via, "wrote-unseen",
                            f"{who} wrote {shown} into {name}[{w.slot}], which should release it, yet the "
                            f"wait never saw it (not delivered: no completing quiet?)", rows=rows, gap=gap)
-        region = t.manifest.regions[w.region]
-        if region.monotonic and w.cmp == Cmp.EQ and v > w.target:
-            return Verdict(p, via, "generation-ahead",
-                           f"{who} is already at generation {v}, past the target {w.target}: the wait "
-                           f"compares with == where >= was needed", causes=(("MT204", w.key),), rows=rows)
+        stuck = _stuck_in(b, w, p)
+        if stuck:
+            # An old value from a producer that is itself stuck is no wrong value: the write
+            # this wait needs comes after the wait the producer sits in, so follow the edge.
+            return Verdict(p, via, "stuck", f"{who} wrote {v} so far (not {Cmp(w.cmp).wire} {w.target}) and "
+                           f"is itself stuck: " + "; ".join(b.node_text(n) for n in stuck[:2]),
+                           edges=tuple(stuck), rows=rows, gap=gap)
         return Verdict(p, via, "wrote-other-value",
                        f"{who} wrote {v}, which does not satisfy {Cmp(w.cmp).wire} {w.target} "
                        f"(stale or wrong value)", rows=rows, gap=gap)
@@ -159,8 +174,7 @@ def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
                        f"{w.rank} in launch {w.launch}, never this one" + (f": {extra}" if extra else ""),
                        causes=causes, gap=gap)
     now = segs[last == w.launch]
-    edges = [b.node_at_row[int(b.seg_open[s])] for s in now
-             if b.seg_state[s] in (IN_WAIT, IN_BARRIER) and int(b.seg_open[s]) in b.node_at_row]
+    edges = [n for n in _stuck_in(b, w, p, self_edge=True) if b.nodes[n].core in set(b.seg_core[segs].tolist())]
     stopped = [int(s) for s in now if b.seg_state[s] == STOPPED]
     timeouts = [n for n in b.timeouts_of(p, w.launch) if n not in edges]
     causes = (("MT103", b.stop_key(p)),) if stopped else ()
@@ -192,6 +206,16 @@ def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
                    f"{who} finished launch {w.launch} without ever writing it"
                    + "".join(f"; {txt}" for _, txt in stale[:2]),
                    causes=tuple(c for c, _ in stale), gap=gap)
+
+
+def _stuck_in(b, w, p: int, self_edge: bool = False) -> list[int]:
+    """Stuck nodes of rank p in w's launch or before (w itself only with ``self_edge``: a core
+    that waits for its own write is a deadlock of one)."""
+    segs = np.flatnonzero(b.seg_rank == p)
+    # A core stuck in an earlier launch never reaches this one: it is stuck for this wait too.
+    now = segs[b.seg_last_launch[segs] <= w.launch]
+    out = [b.node_at_row.get(int(b.seg_open[s])) for s in now if b.seg_state[s] in (IN_WAIT, IN_BARRIER)]
+    return [n for n in out if n is not None and (self_edge or n != w.id)]
 
 
 def t_name(b, w) -> str:
