@@ -213,6 +213,8 @@ class DatasetWriter:
 
     # ------------------------------------------------------------------
     def _write_all(self, stage: Path, progress) -> None:
+        # events/ exists even with no rows: an empty trace is still a dataset (every rank missing).
+        (stage / EVENTS_DIR).mkdir()
         cores: dict[tuple[int, int], CoreReport] = {}
         ranks = sorted(self._by_rank)
         futures = {}

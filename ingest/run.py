@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .dataset import EVENTS_DIR, DatasetWriter, IngestReport, SourceReport, conform
+from .dataset import DatasetWriter, IngestReport, SourceReport, conform
 from .sources import Chunk, resolve
 
 # progress(phase, n): phase 'read' counts events read, 'write' rows written.
@@ -40,11 +40,7 @@ def ingest(inputs: Sequence[Path | str], out: Path | str, *, force: bool = False
         rep = SourceReport(str(src.path), src.format, events_in=events_in, where_unit=src.where_unit)
         writer.add(table, rep, lost=lost, positions=positions)
     write = None if progress is None else (lambda n: progress("write", n))
-    report = writer.commit(progress=write)
-    # The writer makes events/ only for ranks with rows; a trace with no
-    # events at all must still open as a dataset (every rank missing).
-    (Path(out) / EVENTS_DIR).mkdir(exist_ok=True)
-    return report
+    return writer.commit(progress=write)
 
 
 def _merge(chunks: list[Chunk]):
