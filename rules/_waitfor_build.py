@@ -225,6 +225,10 @@ class Builder:
             out.append(("MT301", self.key_of_row(r),
                         f"rank {int(t['rank'][r])} took {int(t['delivered'][r])} of {int(t['requested'][r])} "
                         f"rows from rank {int(t['src_rank'][r])} for local expert {int(t['local_expert'][r])}", r))
+        if self.NE is not None:
+            from ._waitfor_stale import aliased_routes
+
+            out += aliased_routes(self, p, w.launch)
         if index != "token_topk" and self.NE is not None:
             bad = self._invalid_routes()
             bad = bad[(t["rank"][bad] == p) & (t["launch"][bad] == w.launch)]

@@ -134,3 +134,20 @@ def count_causes(trace, launch: int, sender: int, receiver: int) -> tuple:
         if key[0] == sender and int(tb.w_owner[i]) == receiver and int(tb.w_launch[i]) == launch:
             out.append(("MT105", key))
     return tuple(dict.fromkeys(out))
+
+
+def aliased_routes(b, p: int, launch: int, limit: int = 8) -> list[tuple]:
+    """(MT501, key, text, row) of the invalid-expert routes sent to rank p in ``launch``.
+
+    A row whose expert is out of range still lands on a rank (a negative id
+    aliases into the neighbouring segment), which then writes its combine
+    slots one off: every slot it skips or writes twice traces back to it.
+    """
+    t = b.trace
+    bad = b._invalid_routes()
+    dst = b.dst_rank[bad].astype(np.int64)
+    bad = bad[(dst == p) & (t["launch"][bad] == launch)]
+    return [("MT501", b.key_of_row(r),
+             f"rank {int(t['rank'][r])} sent it route token {int(t['token'][r])} topk {int(t['topk'][r])} "
+             f"with expert {int(b.expert[r])}, outside [0, {b.NE}), which shifts the slots it writes", r)
+            for r in bad[:limit].tolist()]

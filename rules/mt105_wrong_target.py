@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._waitfor import analyze
+from ._waitfor_stale import aliased_routes
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -48,9 +49,16 @@ class WrongTarget(Rule):
             gap = b.gap_of_rank(key[0])
             msg = (f"rank {key[0]} core {key[1]} launch {int(trace['launch'][entry['row']])} wrote {where}, "
                    f"instead of the slot a stuck wait needs: {expects}")
+            # A writer handed a row with an invalid expert writes its slots shifted: the route
+            # is the cause, the stray write its symptom.
+            launch = int(trace["launch"][entry["row"]])
+            aliased = aliased_routes(b, key[0], launch)
+            if aliased:
+                msg += f"; {aliased[0][2]}"
             if gap:
                 msg += f" [gap: {gap}]"
-            yield self.hit(msg, rows=(("misdirected write", entry["row"]),)
+            yield self.hit(msg, caused_by=tuple((a[0], a[1]) for a in aliased),
+                           rows=(("misdirected write", entry["row"]),)
                            + tuple(("left stuck", n.row) for n in waits[:4]), key=key,
                            confidence=Confidence.PARTIAL_TRACE if gap else Confidence.INFERRED,
                            extra={"write": b.write_text(entry["write"]),
