@@ -119,6 +119,38 @@ class TraceView:
     def ranks_missing(self) -> list[int]:
         return list(self.report.ranks_missing)
 
+    @cached_property
+    def intact_from(self) -> dict[tuple[int, int], int]:
+        """For each (rank, core) that lost events to ring wrap: the first launch it holds whole.
+
+        A ring loses its oldest records, so everything after a core's first
+        surviving event is there. That event's launch is whole only if the event
+        is its kernel_begin; otherwise the launch's start is gone.
+        """
+        out: dict[tuple[int, int], int] = {}
+        if not self.lost_by_core:
+            return out
+        seg = self.segments
+        rank, core = self.col("rank"), self.col("core")
+        kind, launch = self.col("kind"), self.col("launch")
+        for s in seg[:-1]:
+            rc = (int(rank[s]), int(core[s]))
+            if rc in self.lost_by_core:
+                out[rc] = int(launch[s]) + (0 if kind[s] == Kind.KERNEL_BEGIN else 1)
+        for rc in self.lost_by_core:  # lost everything: no surviving launch at all
+            out.setdefault(rc, 2**31 - 1)
+        return out
+
+    def launch_intact(self, rank: int, launch: int) -> bool:
+        """True when every event rank ``rank`` recorded in ``launch`` is in the trace.
+
+        Rules that conclude from the absence of an event (a reset never made, a
+        delivery never recorded) must hold back where this is False.
+        """
+        if rank in self.report.ranks_missing:
+            return False
+        return all(first <= launch for (r, _), first in self.intact_from.items() if r == rank)
+
     @property
     def partial(self) -> bool:
         return bool(self.lost_by_core or self.ranks_missing)
