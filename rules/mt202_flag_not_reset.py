@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _passes as P
+from . import _unfenced as U
 from . import _words as W
 from .base import Confidence, Family, Rule, Severity
 
@@ -17,14 +18,19 @@ class FlagNotReset(Rule):
     What it does
         For every word of a region with `reset` (and not `monotonic`), takes
         the value it holds at the end of each launch from the launch's writes
-        in happens-before order (unknown after a put that carries no value) (barrier phases; a write after a wait on the
-        word on the same core follows the write that satisfied the wait) and
+        in happens-before order (unknown after a put that carries no value;
+        barrier phases; a write after a wait on the word on the same core
+        follows the write that satisfied the wait) and
         reports words not at `reset`. Hits are grouped per (owner rank,
         region, launch) and located at the owner, who should have reset them.
         Skipped: launches of the owner that did not finish (a core stuck or
         without kernel_end: the hang rules explain those), and words whose
         next launch begins by resetting them (clean-before-use, as DeepEP's
         low-latency `next_clean` does), or whose key showed that pattern.
+        Where every reported word was last written by a payload put that a
+        flag write of its producer overtook (an MT401 hit), the hit cites
+        that MT401 as its cause: the put landed after the owner took and
+        reset the slots it saw, so the missing drain is the root.
 
     Why it matters
         The next round's wait on that word is satisfied at once, by the old
@@ -106,12 +112,37 @@ class FlagNotReset(Rule):
         shown = ", ".join(map(str, offs[:_SHOW])) + (" ..." if len(offs) > _SHOW else "")
         msg = (f"rank {own} launch {launch}: {len(offs)} word(s) of {P.region_name(trace, region)} not back at "
                f"reset {reset} at the end of the launch (offsets {shown}; value(s) {', '.join(map(str, vals))}); "
-               f"last written by rank {dl['rank']} core {dl['core']} seq {dl['seq']} ({dl['kind']}); rank {own} "
-               f"should have reset them")
+               f"last written by rank {dl['rank']} core {dl['core']} seq {dl['seq']} ({dl['kind']}); ")
+        causes = _late_puts(trace, w.row[members])
+        if causes:  # the producer's missing drain, not the owner's reset, left them set
+            msg += (f"each was last written by a put still in flight at the producer's flag write (MT401): it "
+                    f"landed after rank {own} took the slots it saw and reset those")
+        else:
+            msg += f"rank {own} should have reset them"
         conf = P.confidence_for(trace, ranks=sorted({own, dl["rank"]})) or Confidence.INFERRED
         first = rows[0][1]
-        return self.hit(msg, rows=tuple(rows), confidence=conf,
+        return self.hit(msg, rows=tuple(rows), confidence=conf, caused_by=causes,
                         key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
                         location={"rank": own, "launch": launch, "region": P.region_name(trace, region),
                                   "offset": off0},
                         extra={"owner": own, "words": len(offs), "offsets": offs[:_SHOW], "values": vals})
+
+
+def _late_puts(trace, last_rows) -> tuple:
+    """(MT401, key) causes when every word's last write is a put a flag write overtook, else ().
+
+    Such a put can land after the owner consumed the slots and reset those it
+    saw: the word is left set by the producer's missing drain, not by a
+    missing reset. One word written by anything else keeps the hit a root.
+    """
+    rows = np.unique(np.asarray(last_rows, np.int64))
+    if (trace["kind"][rows] != P.K_PUT).any():
+        return ()
+    flags = U.put_flag(trace)[rows]
+    if (flags < 0).any():
+        return ()
+    u = U.unfenced(trace)
+    keys = [u.key_of_flag(trace, int(f)) for f in np.unique(flags)]
+    if any(k is None for k in keys):
+        return ()
+    return tuple(("MT401", k) for k in dict.fromkeys(keys))

@@ -7,11 +7,12 @@ import pytest
 
 from ingest.contract import Engine, Kind, Op, PipeEvent, PipeOp, Scope
 from rules import _passes as P
+from rules import _unfenced as U
 from rules import _words as W
-from rules import mt401_signal_before_payload as m401
 from rules import mt402_atomic_none_undrained as m402
 from rules import mt404_amo_used_before_quiet as m404
 from rules import mt406_overlapping_output_writes as m406
+from rules import mt407_get_used_before_quiet as m407
 
 NRANKS = 4
 
@@ -60,7 +61,14 @@ def test_kernels_match_py_func(seed):
     _both(P._wait_kernel, _full(n, 2), a["seg"], a["kind"])
     ordered = np.zeros(P.N_ENGINES, bool)
     ordered[int(Engine.ROCE)] = True
-    _both(m401._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS)
+    _both(U._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS)
+    _both(U._put_flag, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS)
+    rng = np.random.default_rng(seed)
+    prev = np.where(rng.random(n) < 0.3, rng.integers(0, n, n), -1).astype(np.int64)
+    dext = rng.integers(1, 4, n).astype(np.int64)
+    tracked = (a["kind"] == P.K_GET) & (rng.random(n) < 0.8)
+    _both(m407._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["peer"], a["pipe_op"],
+          a["event"].astype(np.int64), a["key"], dext, tracked, a["flag"], prev)
     _both(m402._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["op"], a["pipe_op"], a["event"])
     _both(m404._scan, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], a["key"], NRANKS)
 
@@ -95,3 +103,20 @@ def test_sweep_finds_overlap_with_other_core_only():
     hit = np.full(3, -1, np.int64)
     m406._sweep(group, start, end, core, hit)
     assert hit.tolist() == [-1, -1, 0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_put_flag_agrees_with_flag_hits(seed):
+    """A put maps to a flag write exactly when that flag write is an MT401 hit (MT202 cites its key)."""
+    a = _trace(seed, 2000)
+    n = len(a["kind"])
+    ordered = np.zeros(P.N_ENGINES, bool)
+    hit_put, hit_q = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+    U._scan(a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS, hit_put, hit_q)
+    pf = np.full(n, -1, np.int64)
+    U._put_flag(a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS, pf)
+    assert (pf >= 0).any() and (hit_put >= 0).any()
+    assert (hit_put[pf[pf >= 0]] >= 0).all()
+    # ... and every reported outstanding put maps to the flag write that reported it, or an earlier one.
+    f = np.flatnonzero(hit_put >= 0)
+    assert (pf[hit_put[f]] >= 0).all() and (pf[hit_put[f]] <= f).all()

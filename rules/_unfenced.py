@@ -1,0 +1,178 @@
+"""Flag writes that can overtake a payload put still in flight (MT401), shared.
+
+MT401 reports them; MT202 cites them (a late put that lands after the owner's
+reset leaves the word off its reset value), so both read one cached pass and
+the key MT202 cites is the key MT401 emits by construction.
+
+- ``_scan`` (forward, per core): per flag write, the first payload put to its
+  peer no quiet or fence of the put's engine (or all; of that peer) covered,
+  and the last quiet/fence of another engine or peer since then.
+- ``_put_flag`` (backward, per core): per payload put, the first flag write it
+  is still outstanding at; the same cover and exemption rules, so a put maps to
+  a flag write exactly when that flag write is a hit.
+- ``groups``: one missing drain is one group, (rank, core, launch, put site,
+  flag site), keyed by its first flag write: a loop of N signals after one
+  missing quiet is one root, not N.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ingest.contract import Engine, Role
+
+from . import _passes as P
+from ._jit import kernel
+
+K_BEGIN, K_PUT, K_SIGNAL, K_AMO = P.K_BEGIN, P.K_PUT, P.K_SIGNAL, P.K_AMO
+K_QUIET, K_FENCE, NE, E_ALL, NULL8 = P.K_QUIET, P.K_FENCE, P.N_ENGINES, P.E_ALL, P.NULL8
+DEFAULT_ORDERED = ("roce",)  # MT401's option default: an RDMA atomic lands after its QP's writes
+
+
+@kernel
+def _scan(seg, kind, engine, peer, flagrow, ordered, nranks, hit_put, hit_q):
+    for s in range(len(seg) - 1):
+        outst = np.full((NE, nranks), -1, np.int64)  # first uncovered payload put per (engine, peer)
+        wrong = np.full((NE, nranks), -1, np.int64)  # last quiet/fence since then that did not cover it
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k == K_BEGIN:
+                outst[:, :] = -1
+                wrong[:, :] = -1
+            elif k == K_QUIET or k == K_FENCE:
+                e = engine[i]
+                p = peer[i]
+                for x in range(NE):
+                    for q in range(nranks):
+                        if outst[x, q] < 0:
+                            continue
+                        if (e == NULL8 or e == E_ALL or e == x) and (p < 0 or p == q):
+                            outst[x, q] = -1
+                            wrong[x, q] = -1
+                        else:
+                            wrong[x, q] = i
+            elif k == K_PUT and not flagrow[i]:
+                e = engine[i]
+                p = peer[i]
+                if 0 <= e < NE and 0 <= p < nranks and outst[e, p] < 0:
+                    outst[e, p] = i
+            elif k == K_SIGNAL or k == K_AMO or (k == K_PUT and flagrow[i]):
+                p = peer[i]
+                if p < 0 or p >= nranks:
+                    continue
+                for x in range(NE):
+                    if outst[x, p] < 0:
+                        continue
+                    # Same-queue ordering (an RDMA atomic lands after earlier writes of its QP).
+                    if k == K_AMO and engine[i] == x and ordered[x]:
+                        continue
+                    hit_put[i] = outst[x, p]
+                    hit_q[i] = wrong[x, p]
+                    break
+
+
+@kernel
+def _put_flag(seg, kind, engine, peer, flagrow, ordered, nranks, out):
+    for s in range(len(seg) - 1):
+        nflag = np.full((NE, nranks), -1, np.int64)  # next flag write per (put engine, peer)
+        ncov = np.full((NE, nranks), -1, np.int64)  # next quiet/fence covering (engine, peer)
+        for i in range(seg[s + 1] - 1, seg[s] - 1, -1):
+            k = kind[i]
+            if k == K_BEGIN:
+                nflag[:, :] = -1
+                ncov[:, :] = -1
+            elif k == K_QUIET or k == K_FENCE:
+                e = engine[i]
+                p = peer[i]
+                for x in range(NE):
+                    if e == NULL8 or e == E_ALL or e == x:
+                        for q in range(nranks):
+                            if p < 0 or p == q:
+                                ncov[x, q] = i
+            elif k == K_PUT and not flagrow[i]:
+                e = engine[i]
+                p = peer[i]
+                if 0 <= e < NE and 0 <= p < nranks:
+                    f = nflag[e, p]
+                    c = ncov[e, p]
+                    if f >= 0 and (c < 0 or f < c):
+                        out[i] = f
+            elif k == K_SIGNAL or k == K_AMO or (k == K_PUT and flagrow[i]):
+                p = peer[i]
+                if p < 0 or p >= nranks:
+                    continue
+                for x in range(NE):
+                    if not (k == K_AMO and engine[i] == x and ordered[x]):
+                        nflag[x, p] = i
+
+
+@dataclass(frozen=True)
+class Unfenced:
+    hit_put: np.ndarray    # per row: the outstanding put a flag write overtakes, -1 if none
+    hit_q: np.ndarray      # per row: the quiet/fence of another engine or peer in between, -1 if none
+    flags: np.ndarray      # the flag-write rows that are hits, in row order
+    group: np.ndarray      # group id of each of ``flags``; groups numbered in order of first row
+    first: np.ndarray      # per group: the index into ``flags`` of its first flag write
+
+    def key_of_flag(self, trace, row: int) -> tuple | None:
+        """MT401's key for the group of flag-write ``row`` (its first flag write)."""
+        j = int(np.searchsorted(self.flags, row))
+        if j >= len(self.flags) or self.flags[j] != row:
+            return None
+        f = int(self.flags[self.first[self.group[j]]])
+        return (int(trace["rank"][f]), int(trace["core"][f]), int(trace["seq"][f]))
+
+
+def _flagrow(trace) -> np.ndarray:
+    rt = P.region_table(trace)
+    reg = trace["region"].astype(np.int64)
+    role = rt["role"][np.where(reg >= 0, reg, 0)]
+    return (reg >= 0) & np.isin(role, (int(Role.FLAG), int(Role.COUNTER)))
+
+
+def _ordered(names) -> np.ndarray:
+    ordered = np.zeros(P.N_ENGINES, bool)
+    for name in names:
+        ordered[int(Engine.from_wire(name))] = True
+    return ordered
+
+
+def unfenced(trace, ordered_names=DEFAULT_ORDERED) -> Unfenced:
+    names = tuple(sorted(ordered_names))
+
+    def build():
+        n = trace.n
+        hit_put = np.full(n, -1, np.int64)
+        hit_q = np.full(n, -1, np.int64)
+        if n:
+            _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
+                  _ordered(names), int(trace.manifest.ranks), hit_put, hit_q)
+        flags = np.flatnonzero(hit_put >= 0)
+        if not len(flags):
+            return Unfenced(hit_put, hit_q, flags, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        site = trace["site"].astype(np.int64)
+        ident = np.stack((trace["rank"].astype(np.int64)[flags], trace["core"].astype(np.int64)[flags],
+                          trace["launch"].astype(np.int64)[flags], site[hit_put[flags]], site[flags]))
+        _, first, inv = np.unique(ident, axis=1, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        # Renumber groups by their first flag write, so group order is row order.
+        order = np.argsort(first, kind="stable")
+        rank_of = np.empty(len(order), np.int64)
+        rank_of[order] = np.arange(len(order))
+        return Unfenced(hit_put, hit_q, flags, rank_of[inv], first[order])
+    return P.cached(trace, f"unfenced:{names}", build)
+
+
+def put_flag(trace, ordered_names=DEFAULT_ORDERED) -> np.ndarray:
+    """Per payload put row, the first flag write it is still outstanding at (-1: none)."""
+    names = tuple(sorted(ordered_names))
+
+    def build():
+        out = np.full(trace.n, -1, np.int64)
+        if trace.n:
+            _put_flag(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
+                      _ordered(names), int(trace.manifest.ranks), out)
+        return out
+    return P.cached(trace, f"put_flag:{names}", build)

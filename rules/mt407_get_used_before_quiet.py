@@ -1,0 +1,203 @@
+"""MT407: a get's local destination used before a quiet of the get's engine completed it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import PipeEvent, PipeOp
+
+from . import _passes as P
+from ._jit import kernel
+from .base import Confidence, Family, Rule, Severity
+
+K_BEGIN, K_END, K_GET, K_QUIET, K_PIPE, K_WRITE = P.K_BEGIN, P.K_END, P.K_GET, P.K_QUIET, P.K_PIPE, P.K_WRITE
+K_SIGNAL, K_PUTSIG, K_BBEGIN, K_WBEGIN = P.K_SIGNAL, P.K_PUTSIG, P.K_BBEGIN, P.K_WBEGIN
+E_MTE, E_SDMA, E_UDMA, E_ROCE, E_ALL, NULL8 = P.E_MTE, P.E_SDMA, P.E_UDMA, P.E_ROCE, P.E_ALL, P.NULL8
+WAIT_FLAG, PIPE_BARRIER = int(PipeOp.WAIT_FLAG), int(PipeOp.PIPE_BARRIER)
+# Waits on an event an MTE pipe sets, and barriers of all pipes or MTE3: an MTE get has landed after them.
+EV_M3S, EV_M3M2, EV_M2S, EV_M2M3 = (int(e) for e in (PipeEvent.MTE3_S, PipeEvent.MTE3_MTE2, PipeEvent.MTE2_S,
+                                                    PipeEvent.MTE2_MTE3))
+EV_ALL, EV_MTE3 = int(PipeEvent.ALL), int(PipeEvent.MTE3)
+_SHOW = 8  # (get, use) pairs named in a group's extra
+
+
+@kernel
+def _scan(seg, kind, engine, peer, pipe_op, event, key, dext, tracked, quiet_use, prev, use, wrong):
+    n = len(kind)
+    alive = np.zeros(n, np.bool_)
+    width = 1
+    for s in range(len(seg) - 1):
+        width = max(width, seg[s + 1] - seg[s])
+    lst = np.empty(width, np.int64)  # outstanding gets of the core, in issue order
+    for s in range(len(seg) - 1):
+        m = 0
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k == K_BEGIN:
+                for j in range(m):
+                    alive[lst[j]] = False
+                m = 0
+            elif k == K_QUIET or k == K_PIPE:
+                e = engine[i]
+                p = peer[i]
+                ev = event[i]
+                drain_mte = k == K_PIPE and (
+                    (pipe_op[i] == WAIT_FLAG and (ev == EV_M3S or ev == EV_M3M2 or ev == EV_M2S or ev == EV_M2M3))
+                    or (pipe_op[i] == PIPE_BARRIER and (ev == EV_ALL or ev == EV_MTE3)))
+                keep = 0
+                for j in range(m):
+                    g = lst[j]
+                    if not alive[g]:
+                        continue
+                    if k == K_QUIET:
+                        done = (e == NULL8 or e == E_ALL or e == engine[g]) and (p < 0 or p == peer[g])
+                    else:
+                        done = drain_mte and engine[g] == E_MTE
+                    if done:
+                        alive[g] = False
+                    else:
+                        if k == K_QUIET:
+                            wrong[g] = i
+                        lst[keep] = g
+                        keep += 1
+                m = keep
+            elif k == K_GET:
+                pv = prev[i]
+                if pv >= 0 and alive[pv]:
+                    use[pv] = i  # the same destination refilled while the last fill may still land
+                    alive[pv] = False
+                if tracked[i]:
+                    alive[i] = True
+                    lst[m] = i
+                    m += 1
+            elif (k == K_WRITE and quiet_use[i]) or k == K_SIGNAL or k == K_PUTSIG or k == K_BBEGIN \
+                    or k == K_END or k == K_WBEGIN:
+                keep = 0
+                for j in range(m):
+                    g = lst[j]
+                    if not alive[g]:
+                        continue
+                    # A wait only relies on a get that fills the waited word; MTE drains at kernel end.
+                    if (k == K_WBEGIN and not (key[g] <= key[i] < key[g] + dext[g])) or \
+                            (k == K_END and engine[g] == E_MTE):
+                        lst[keep] = g
+                        keep += 1
+                        continue
+                    use[g] = i
+                    alive[g] = False
+                m = keep
+                if k == K_END:
+                    for j in range(m):
+                        alive[lst[j]] = False
+                    m = 0
+
+
+class GetUsedBeforeQuiet(Rule):
+    """A get's local destination used before a quiet of the get's engine completed it.
+
+    What it does
+        Per core, in program order, tracks each `get` on the MTE, SDMA, UDMA
+        or RoCE engine (MTE gets inside an atomic-add window are MT402's)
+        until a quiet that covers it: of its engine or `all`, of its peer or
+        of every peer (an MTE quiet does not complete SDMA; a UDMA quiet
+        naming a peer covers only that peer); for MTE also a `wait_flag` on
+        an MTE event or a `pipe_barrier` of all / mte3. Reached first, any of
+        these uses the destination and is a hit: a local `write` outside
+        flag-like regions (the add in UB and the write back are computed
+        from it), another get into the same destination, a signal,
+        put_signal or barrier (they publish it), a wait on a word the get
+        fills, or the kernel's end (not for MTE, whose pipes drain there).
+        One hit per (rank, core, launch, get site, use site), with the count
+        and the first (get, use) pairs in `extra`; a quiet of another engine
+        in between is named.
+
+    Why it matters
+        A get_nbi returns before its data has landed. The SDMA fallback of an
+        atomic reduce gets a peer's chunk into UB, adds it to the output and
+        writes it back; if the quiet before the add is `aclshmem_quiet`
+        (MTE only), the add reads UB before the SDMA data arrived and a
+        peer's contribution is lost, with no hang and no flag to show it.
+
+    Example
+        get sdma peer=1 -> ub[0:64]; quiet mte; write d_out[0:64]
+        -- wait for the SDMA get with the SDMA quiet before the add.
+
+    Evidence
+        The group's first get (first), the event that used its destination,
+        the quiet of another engine if there was one, and the group's last
+        get when there are several.
+    """
+
+    code = "MT407"
+    name = "get-used-before-quiet"
+    family = Family.MISSING_DRAIN
+    severity = Severity.ERROR
+    summary = "A get's destination used (write, refill, signal, barrier, kernel end) before its engine's quiet"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        kind, engine = trace["kind"], trace["engine"].astype(np.int64)
+        is_get = kind == K_GET
+        if not is_get.any():
+            return
+        dma = np.isin(engine, (E_MTE, E_SDMA, E_UDMA, E_ROCE))
+        tracked = is_get & dma & ~((engine == E_MTE) & (P.atomic_window(trace) >= 0))
+        reg = P.target_region(trace)
+        flaglike = P.region_table(trace)["flaglike"][np.where(reg >= 0, reg, 0)] & (reg >= 0)
+        prev = _previous_same_destination(trace, np.flatnonzero(tracked))
+        use = np.full(trace.n, -1, np.int64)
+        wrong = np.full(trace.n, -1, np.int64)
+        _scan(trace.segments, kind, trace["engine"], trace["peer"], trace["pipe_op"],
+              trace["event"].astype(np.int64), trace.key, P.extent(trace), tracked,
+              ~flaglike, prev, use, wrong)
+        gets = np.flatnonzero(use >= 0)
+        if not len(gets):
+            return
+        site = trace["site"].astype(np.int64)
+        ident = np.stack((trace["rank"].astype(np.int64)[gets], trace["core"].astype(np.int64)[gets],
+                          trace["launch"].astype(np.int64)[gets], site[gets], site[use[gets]]))
+        _, first, inv = np.unique(ident, axis=1, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        for gid in np.argsort(first, kind="stable"):
+            yield self._hit(trace, gets[inv == gid], use, wrong)
+
+    def _hit(self, trace, gs, use, wrong):
+        g, u, q = int(gs[0]), int(use[gs[0]]), int(wrong[gs[0]])
+        d, du = trace.describe(g), trace.describe(u)
+        rows = [("unquieted get", g), ("use", u)]
+        why = f"no {d['engine']} quiet in between"
+        if q >= 0:
+            rows.append(("quiet of another engine", q))
+            dq = trace.describe(q)
+            named = f"{dq.get('engine', 'all')} quiet" + (f" of peer {dq['peer']}" if "peer" in dq else "")
+            why = f"the {named} at seq {dq['seq']} does not complete it"
+        seq = trace["seq"]
+        more = ""
+        if len(gs) > 1:
+            rows.append(("last get of the group", int(gs[-1])))
+            more = f"; {len(gs)} gets from this site used the same way (seq {int(seq[gs[0]])}..{int(seq[gs[-1]])})"
+        what = du["kind"] + (f" {du['region']}[{du['offset']}]" if "region" in du and du["kind"] != "get" else "")
+        if du["kind"] == "get":
+            what = "get refilling the same destination"
+        msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['engine']} get from rank {d['peer']} "
+               f"{d['region']}[{d['offset']}] into {d['local_region']}[{d['local_offset']}] at seq {d['seq']} "
+               f"is used by the {what} at seq {du['seq']} before it completed; {why}: the data may not have "
+               f"landed{more}")
+        conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+        pairs = [[int(seq[x]), int(seq[use[x]])] for x in gs[:_SHOW]]
+        return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                        extra={"engine": d["engine"], "gets": int(len(gs)), "pairs": pairs})
+
+
+def _previous_same_destination(trace, gets: np.ndarray) -> np.ndarray:
+    """Per tracked get, the previous tracked get of its core into the same first word (-1: none)."""
+    prev = np.full(trace.n, -1, np.int64)
+    if len(gets) < 2:
+        return prev
+    rc = trace["rank"].astype(np.int64)[gets] * (trace.manifest.cores + 1) + trace["core"].astype(np.int64)[gets]
+    k = trace.key[gets]
+    order = np.lexsort((gets, k, rc))
+    same = (rc[order][1:] == rc[order][:-1]) & (k[order][1:] == k[order][:-1])
+    prev[gets[order][1:][same]] = gets[order][:-1][same]
+    return prev
