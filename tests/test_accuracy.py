@@ -23,19 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import _accuracy_lib as lib  # noqa: E402
 
 # (protocol, fault, seeds or None for all, routings or None for all) -> why it fails.
-_SURPLUS = ("MT105 misses a wrong peer when the faulty core serves two peers (4 ranks, 2 cores): both "
-            "its count puts go astray, two owners get 2 copies of count[r] and two get none, and "
-            "rules/_waitfor_build._surplus takes the mode of the per-owner copy counts (2) as 'usual', "
-            "so no copy is surplus; the stuck MT101 waits stay roots, blamed on nobody")
 _GET_QUIET = ("no rule checks an SDMA get's destination being used before a quiet of the get's engine: "
               "get(engine=sdma, ub) -> quiet(engine=mte) -> write d_out (the add of the UB chunk); "
               "MT401 only covers signal-after-put and MT404 only atomics, so the lost accumulation gets "
               "no finding at all")
 KNOWN = [
-    ("classic", "wrong-peer", {0, 1}, None, _SURPLUS),
-    ("classic", "wrong-peer", {3, 4}, {"uniform"}, _SURPLUS),
-    ("doubleplane", "wrong-peer", {0, 1}, None, _SURPLUS),
-    ("doubleplane", "wrong-peer", {3, 4}, {"uniform"}, _SURPLUS),
     ("sdma_fallback", "wrong-engine-quiet", {1, 2, 3, 4}, None, _GET_QUIET),
 ]
 
