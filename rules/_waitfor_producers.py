@@ -166,7 +166,7 @@ def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
         # p already wrote its share of this region to the waiter and moved on: the slot was
         # never due from it (the waiter counts more rows than p sent). Its later waits are no
         # edge back, or every stale-count hang would read as a deadlock.
-        stale = b.stale_candidates(w)
+        stale = b.stale_candidates(w) or b.stale_candidates(w, p)
         dropped = b.dropped_routes(w, p)
         causes = tuple((d[0], d[1]) for d in dropped) + tuple(c for c, _ in stale)
         extra = "; ".join([d[2] for d in dropped[:2]] + [txt for _, txt in stale[:2]])

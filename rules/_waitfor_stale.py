@@ -115,11 +115,12 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     return out
 
 
-def count_causes(trace, launch: int, sender: int, receiver: int) -> tuple:
+def count_causes(trace, launch: int, sender: int, receiver: int, silent: int | None = None) -> tuple:
     """Causes of a count mismatch from ``sender`` to ``receiver`` in ``launch``: the receiver's
-    counter left unreset by the launch before (MT202), and the sender's writes that the wait-for
+    counter left unreset by the launch before (MT202), the sender's writes that the wait-for
     analysis found misdirected to the receiver in that launch (MT105, a copy meant for another
-    peer)."""
+    peer), and where one side recorded nothing (``silent``), that rank's stuck waits of the
+    launch: it never got as far as its delivery (or count), the hang explains it."""
     out = []
     regions = trace.manifest.regions
     stale = [(o, reg, L) for (o, reg, L) in not_reset(trace) if o == receiver and L == launch - 1]
@@ -133,6 +134,8 @@ def count_causes(trace, launch: int, sender: int, receiver: int) -> tuple:
         i = entry["write"]
         if key[0] == sender and int(tb.w_owner[i]) == receiver and int(tb.w_launch[i]) == launch:
             out.append(("MT105", key))
+    if silent is not None:
+        out += [n.ref for n in wf.nodes if n.rank == silent and n.launch == launch]
     return tuple(dict.fromkeys(out))
 
 

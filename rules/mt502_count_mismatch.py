@@ -10,7 +10,9 @@ from .base import Confidence, Family, Rule, Severity
 
 
 _CAUSE_TEXT = {"MT202": "the receiver's counter was not reset after the previous launch",
-               "MT105": "the sender wrote a count meant for another peer here"}
+               "MT105": "the sender wrote a count meant for another peer here",
+               "MT101": "the silent side is stuck in a wait of this launch",
+               "MT102": "the silent side is stuck in a barrier of this launch"}
 
 
 class CountMismatch(Rule):
@@ -109,7 +111,7 @@ class CountMismatch(Rule):
             msg = f"launch {L} local expert {e}: {said}, but {heard}"
             # Not a root of its own when the receiver's counter was never reset, or a copy meant
             # for another peer landed here: the count then differs by what those left behind.
-            causes = count_causes(trace, L, i, j)
+            causes = count_causes(trace, L, i, j, silent=None if a >= 0 and b >= 0 else (j if a >= 0 else i))
             if causes:
                 msg += " (" + "; ".join(_CAUSE_TEXT[c] for c in dict.fromkeys(c for c, _ in causes)) + ")"
             yield self.hit(msg, rows=rows, confidence=conf, caused_by=causes,
