@@ -28,7 +28,15 @@ key by key of ``place`` (keys a fault does not have are not checked):
   its evidence events names that token (and top-k index).
 
 A fault truth.json marks ``latent`` (the run completed correctly on that
-interleaving) is scored found-latent / missed-latent, never as a miss.
+interleaving) is scored found-latent / missed-latent. It is still required
+(``Scored.required``: tests/test_accuracy.py fails on its miss) when it is a
+hazard the trace shows whether or not it bit, that is a fault of
+``HAZARD_FAMILIES`` whose faulty path ran (truth.json ``executed``): a
+missing or wrong-engine quiet, a flag left unreset at the end of its round,
+an == on a generation, an invalid expert id on a route are in the events
+themselves, which is what linting a kernel in CI relies on. A latent fault of
+another family (a hang that did not bite, a skew that clamped nothing) or
+one whose path never ran is scored skipped-latent unless something found it.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ ROUTINGS = ("uniform", "skewed")
 # near 0.15 s; 8 tokens x top-2 over 8 experts still gives skew something to do.
 SHAPE = dict(ranks=4, cores=2, tokens=8, topk=2, hidden=4, local_experts=2)
 REPORTED = ("error", "warning")
+HAZARD_FAMILIES = ("missing-drain", "stale-flag", "invalid-expert-id")
 
 
 @dataclass(frozen=True)
@@ -68,9 +77,17 @@ class Scored:
     latent: bool
     found: bool
     matched: list = field(default_factory=list)  # ids of the findings that match it
+    executed: bool = True  # the kernel took the faulty path (truth.json); False: nothing of it in the trace
+
+    @property
+    def required(self) -> bool:
+        """Must be found: it manifested, or it is a hazard the trace shows anyway (module doc)."""
+        return not self.latent or (self.family in HAZARD_FAMILIES and self.executed)
 
     @property
     def outcome(self) -> str:
+        if self.latent and not self.found and not self.required:
+            return "skipped-latent"
         return ("found" if self.found else "missed") + ("-latent" if self.latent else "")
 
 
@@ -121,7 +138,8 @@ def run_case(case: Case, workdir: str | Path | None = None) -> Result:
         rounds = FAULTS[tf["name"]].min_rounds if tf["name"] in FAULTS else 1
         hit = [f.id for f in roots if f.family == tf["family"] and at_place(f, tf["place"], rounds)]
         used.update(hit)
-        scored.append(Scored(tf["name"], tf["family"], tf["place"], bool(tf["latent"]), bool(hit), hit))
+        scored.append(Scored(tf["name"], tf["family"], tf["place"], bool(tf["latent"]), bool(hit), hit,
+                             executed=bool(tf.get("executed", True))))
     spurious = [f for f in roots if f.id not in used]
     return Result(case, truth["outcome"]["status"], scored, roots, reported, spurious)
 
