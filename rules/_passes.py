@@ -249,6 +249,23 @@ def incomplete_launches(trace) -> set[tuple[int, int]]:
     return cached(trace, "incomplete_launches", build)
 
 
+def groups(rows: np.ndarray, *ident: np.ndarray) -> list[np.ndarray]:
+    """``rows`` split by equal ``ident`` columns (one value per row), groups in order of first row.
+
+    The rules of a repeated defect (one missing drain hit by a loop) report a
+    group once, at its first row, with the count: one cause, one root.
+    """
+    if not len(rows):
+        return []
+    _, first, inv = np.unique(np.stack([np.asarray(c, np.int64) for c in ident]), axis=1,
+                              return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    order = np.argsort(inv, kind="stable")
+    bounds = np.searchsorted(inv[order], np.arange(len(first) + 1))
+    parts = [rows[order[bounds[g]:bounds[g + 1]]] for g in range(len(first))]
+    return [parts[g] for g in np.argsort(first, kind="stable")]
+
+
 def confidence_for(trace, ranks=(), cores=()):
     """PARTIAL_TRACE where events of the named ranks/cores may be lost, else None."""
     from .base import Confidence

@@ -10,9 +10,10 @@ the key MT202 cites is the key MT401 emits by construction.
 - ``_put_flag`` (backward, per core): per payload put, the first flag write it
   is still outstanding at; the same cover and exemption rules, so a put maps to
   a flag write exactly when that flag write is a hit.
-- ``groups``: one missing drain is one group, (rank, core, launch, put site,
-  flag site), keyed by its first flag write: a loop of N signals after one
-  missing quiet is one root, not N.
+- groups: one missing drain is one group, (rank, core, launch, site of the
+  overtaken put), keyed by its first flag write: one quiet after that put
+  fixes every flag write of the group, so a loop of N signals (from however
+  many sites) after one missing quiet is one root, not N.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def unfenced(trace, ordered_names=DEFAULT_ORDERED) -> Unfenced:
             return Unfenced(hit_put, hit_q, flags, np.zeros(0, np.int64), np.zeros(0, np.int64))
         site = trace["site"].astype(np.int64)
         ident = np.stack((trace["rank"].astype(np.int64)[flags], trace["core"].astype(np.int64)[flags],
-                          trace["launch"].astype(np.int64)[flags], site[hit_put[flags]], site[flags]))
+                          trace["launch"].astype(np.int64)[flags], site[hit_put[flags]]))
         _, first, inv = np.unique(ident, axis=1, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
         # Renumber groups by their first flag write, so group order is row order.

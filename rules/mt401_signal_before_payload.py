@@ -24,9 +24,10 @@ class SignalBeforePayload(Rule):
         Fused put_signal is exempt. An amo on an engine listed in the
         `ordered_engines` option (default roce: an RDMA atomic completes after
         the writes before it on its queue pair) is exempt after puts of that
-        engine. One missing drain is one hit: the flag writes of one (rank,
-        core, launch, put site, flag site) are grouped under the first, with
-        their count and the first (flag, put) pairs in `extra`.
+        engine. One missing drain is one hit: the flag writes that overtake
+        puts of one (rank, core, launch, put site) are grouped under the
+        first (one quiet after that put fixes them all), with their count,
+        their sites and the first (flag seq, put seq) pairs in `extra`.
 
     Why it matters
         The consumer waits on the flag and then reads the payload. A flag that
@@ -76,12 +77,15 @@ class SignalBeforePayload(Rule):
             named = f"{dq['kind']} {dq.get('engine', 'all')}" + (f" peer {dq['peer']}" if "peer" in dq else "")
             why = f"the {named} at seq {dq['seq']} does not cover it"
         seq = trace["seq"]
+        site = trace["site"].astype(np.int64)[fl]
+        sites = sorted(set(site[site != P.NULL32].tolist()))
         more = ""
         if len(fl) > 1:
             rows.append(("last flag write of the group", int(fl[-1])))
             peers = sorted(set(trace["peer"][fl].tolist()))
-            more = (f"; {len(fl)} flag writes from this site after the same missing drain (to rank(s) "
-                    f"{', '.join(map(str, peers))}, seq {int(seq[fl[0]])}..{int(seq[fl[-1]])})")
+            more = (f"; {len(fl)} flag writes from {len(sites)} site(s) overtake puts of this site after the "
+                    f"same missing drain (to rank(s) {', '.join(map(str, peers))}, seq "
+                    f"{int(seq[fl[0]])}..{int(seq[fl[-1]])})")
         msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} to rank {d['peer']} "
                f"{d.get('region')}[{d.get('offset')}] at seq {d['seq']} while the {dp['engine']} put "
                f"{dp['region']}[{dp['offset']}] ({dp.get('nbytes')} B) at seq {dp['seq']} is outstanding; {why}"
@@ -90,4 +94,4 @@ class SignalBeforePayload(Rule):
         pairs = [[int(seq[x]), int(seq[u.hit_put[x]])] for x in fl[:_SHOW]]
         return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
                         extra={"peer": d["peer"], "put_engine": dp["engine"], "flag_writes": int(len(fl)),
-                               "pairs": pairs})
+                               "flag_sites": sites, "pairs": pairs})

@@ -15,6 +15,7 @@ class PlainWriteInAtomic(Rule):
         Flags every `write` event, and every put to the core's own rank,
         issued between `atomic_mode add` and the next `atomic_mode none` of
         its core (a column predicate over the shared atomic-window pass).
+        One hit per (window, call site), with the number of writes.
 
     Why it matters
         Atomic mode turns every subsequent UB/L1 to GM write of the core into
@@ -42,12 +43,15 @@ class PlainWriteInAtomic(Rule):
         kind = trace["kind"]
         win = P.atomic_window(trace)
         own = (kind == P.K_PUT) & (trace["peer"].astype(np.int64) == trace["rank"].astype(np.int64))
-        for r in np.flatnonzero((win >= 0) & ((kind == P.K_WRITE) | own)):
-            r, o = int(r), int(win[r])
+        rows = np.flatnonzero((win >= 0) & ((kind == P.K_WRITE) | own))
+        # One hit per (window, site): a loop of writes in one window is one misplaced copy.
+        for g in P.groups(rows, win[rows], trace["site"][rows]):
+            r, o = int(g[0]), int(win[g[0]])
             d = trace.describe(r)
+            more = f"; {len(g)} writes from this site in the window" if len(g) > 1 else ""
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} to "
                    f"{d.get('region')}[{d.get('offset')}] ({d.get('nbytes')} B) at seq {d['seq']} inside the "
-                   f"atomic-add window opened at seq {int(trace['seq'][o])}: it adds instead of overwriting")
+                   f"atomic-add window opened at seq {int(trace['seq'][o])}: it adds instead of overwriting{more}")
             conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("plain write", r), ("atomic add", o)),
-                           key=(d["rank"], d["core"], d["seq"]), confidence=conf)
+                           key=(d["rank"], d["core"], d["seq"]), confidence=conf, extra={"writes": int(len(g))})

@@ -57,7 +57,8 @@ class AmoUsedBeforeQuiet(Rule):
         quiet of that engine (or all; one naming a peer covers that peer
         only). A barrier, the kernel's end, a signal or put_signal to the
         same peer, or a wait on the amo's own word reached first is a hit.
-        A fence does not count: it orders, it does not complete.
+        A fence does not count: it orders, it does not complete. One hit
+        per (rank, core, launch, amo site), with the count and the peers.
 
     Why it matters
         The `void` atomics of UDMA and RoCE are asynchronous: the call returns
@@ -86,13 +87,18 @@ class AmoUsedBeforeQuiet(Rule):
         use = np.full(trace.n, -1, np.int64)
         _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], trace.key,
               int(trace.manifest.ranks), use)
-        for a in np.flatnonzero(use >= 0):
-            a, u = int(a), int(use[a])
+        amos = np.flatnonzero(use >= 0)
+        # One hit per (rank, core, launch, amo site): a loop of amos missing one quiet is one root.
+        for g in P.groups(amos, trace["rank"][amos], trace["core"][amos], trace["launch"][amos],
+                          trace["site"][amos]):
+            a, u = int(g[0]), int(use[g[0]])
             d, du = trace.describe(a), trace.describe(u)
+            more = f"; {len(g)} amos from this site relied on the same way" if len(g) > 1 else ""
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['engine']} amo {d['op']} "
                    f"{d['value']} to rank {d['peer']} {d['region']}[{d['offset']}] at seq {d['seq']} is relied on "
                    f"by the {du['kind']} at seq {du['seq']} before any {d['engine']} quiet: the atomic may "
-                   f"not have reached the peer yet")
+                   f"not have reached the peer yet{more}")
             conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
-            yield self.hit(msg, rows=(("unquieted amo", a), ("use", u)),
-                           key=(d["rank"], d["core"], d["seq"]), confidence=conf)
+            rows = (("unquieted amo", a), ("use", u)) + ((("last amo of the group", int(g[-1])),) if len(g) > 1 else ())
+            yield self.hit(msg, rows=rows, key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                           extra={"amos": int(len(g)), "peers": sorted(set(trace["peer"][g].tolist()))})

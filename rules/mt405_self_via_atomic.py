@@ -13,7 +13,8 @@ class SelfViaAtomic(Rule):
 
     What it does
         Flags every `get` whose peer is the issuing rank, issued between
-        `atomic_mode add` and the next `atomic_mode none` of its core.
+        `atomic_mode add` and the next `atomic_mode none` of its core. One
+        hit per (window, call site), with the number of gets.
 
     Why it matters
         In the reduce-scatter pattern the self contribution is written to the
@@ -40,13 +41,16 @@ class SelfViaAtomic(Rule):
             return
         win = P.atomic_window(trace)
         own = (trace["kind"] == P.K_GET) & (trace["peer"].astype(np.int64) == trace["rank"].astype(np.int64))
-        for r in np.flatnonzero(own & (win >= 0)):
-            r, o = int(r), int(win[r])
+        rows = np.flatnonzero(own & (win >= 0))
+        # One hit per (window, site): the tiles of one self contribution are one mistake.
+        for g in P.groups(rows, win[rows], trace["site"][rows]):
+            r, o = int(g[0]), int(win[g[0]])
             d = trace.describe(r)
+            more = f"; {len(g)} self gets from this site in the window" if len(g) > 1 else ""
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: get from its own rank "
                    f"{d['region']}[{d['offset']}] into {d['local_region']}[{d['local_offset']}] at seq {d['seq']} "
                    f"inside the atomic-add window opened at seq {int(trace['seq'][o])}: the self "
-                   f"contribution is added through the atomic path (double counted)")
+                   f"contribution is added through the atomic path (double counted){more}")
             conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("self get", r), ("atomic add", o)),
-                           key=(d["rank"], d["core"], d["seq"]), confidence=conf)
+                           key=(d["rank"], d["core"], d["seq"]), confidence=conf, extra={"gets": int(len(g))})
