@@ -139,7 +139,7 @@ def mem_available() -> int:
 
 def bench_size(protocol: str, events: int, reps: int, cols: list[str], bpe: dict) -> dict:
     """One size; ``bpe``: peak bytes/event per measurement at the previous size, to skip what
-    would not fit (the machine is shared: a measurement projected past 70% of the memory
+    would not fit (the machine is shared: a measurement projected past 50% of the memory
     available now is not run, and the report says so)."""
     d = _traces.build(protocol, events)
     ds, rings = d / "dataset", d / "rings"
@@ -150,9 +150,9 @@ def bench_size(protocol: str, events: int, reps: int, cols: list[str], bpe: dict
            "recipe": json.loads((d / "recipe.json").read_text()), "skipped": {}}
     avail = mem_available()
     for k, b in bpe.items():
-        if b * n > 0.7 * avail:
+        if b * n > 0.5 * avail:
             res["skipped"][k] = f"projected peak {b * n / 2**30:.1f} GiB ({b:.0f} bytes/event at the " \
-                                f"previous size) > 70% of the {avail / 2**30:.1f} GiB available"
+                                f"previous size) > 50% of the {avail / 2**30:.1f} GiB available"
     run = [k for k in ("diagnose", "limit", "baseline", "ingest") if k not in res["skipped"]]
     report = Path(tempfile.mkdtemp(prefix="moetrace-perf-")) / "report.json"
     diag = [*MOETRACE, "diagnose", str(ds), "--format", "json", "-o", str(report), "--no-progress"]
