@@ -23,8 +23,9 @@ class FlagNotReset(Rule):
         follows the write that satisfied the wait) and
         reports words not at `reset`. Hits are grouped per (owner rank,
         region, launch) and located at the owner, who should have reset them.
-        Skipped: launches of the owner that did not finish (a core stuck or
-        without kernel_end: the hang rules explain those), and words whose
+        Skipped: launches of the owner that did not finish or never began
+        (a core stuck or without kernel_end, or the owner still stuck in an
+        earlier launch: the hang rules explain those), and words whose
         next launch begins by resetting them (clean-before-use, as DeepEP's
         low-latency `next_clean` does), or whose key showed that pattern.
         Where every reported word was last written by a payload put that a
@@ -80,8 +81,12 @@ class FlagNotReset(Rule):
             return
         wpr = trace.manifest.words_per_rank
         owner = w.key[idx] // wpr
-        skip = P.incomplete_launches(trace)
-        keep = np.array([(int(o), int(L)) not in skip for o, L in zip(owner, w.launch[idx])], bool)
+        # Only launches the owner ran to the end: one it never reached (stuck in an earlier
+        # launch, or stopped) has had no chance to consume and reset what peers sent it.
+        ends = kind == P.K_END
+        done = set(zip(trace["rank"][ends].tolist(), trace["launch"][ends].tolist())) \
+            - P.incomplete_launches(trace)
+        keep = np.array([(int(o), int(L)) in done for o, L in zip(owner, w.launch[idx])], bool)
         idx, owner = idx[keep], owner[keep]
         if not len(idx):
             return
