@@ -41,7 +41,8 @@ def score(results) -> dict:
         for sf in res.faults:
             fam[sf.family][sf.outcome] += 1
             confusion[sf.name][sf.outcome] += 1
-            if sf.outcome == "missed":
+            # A required latent hazard (the trace shows it whether or not it bit) is a miss too.
+            if sf.outcome == "missed" or (sf.outcome == "missed-latent" and sf.required):
                 misses.append(_row(res, sf.place, status=res.status, reported=_said(res)))
         if c.fault:
             for f in {r.family for r in res.roots}:
