@@ -41,6 +41,7 @@ import _traces  # noqa: E402
 from _perf_report import write_section  # noqa: E402
 
 PY = sys.executable
+DIAG_OK = (0, 1)  # diagnose exits 1 on findings: that is the point of these traces
 MOETRACE = [str(Path(PY).parent / "moetrace")] if (Path(PY).parent / "moetrace").exists() \
     else [PY, "-m", "analyzer.cli"]
 
@@ -64,6 +65,7 @@ from ingest.contract import Kind
 fill = {k.name: int(k) for k in Kind}
 fill["EVENTS"] = sys.argv[1] + "/events/rank=*/*.parquet"
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")  # it writes to stdout, where the result line goes
 rows = []
 for stmt in open(sys.argv[2]).read().format(**fill).split("\\n;\\n"):
     body = "\\n".join(l for l in stmt.splitlines() if not l.lstrip().startswith("--")).strip()
@@ -96,7 +98,7 @@ print(json.dumps({"columns": sorted(set(seen))}))
 """
 
 
-def child(argv: list[str], env: dict | None = None) -> tuple[float, int, dict]:
+def child(argv: list[str], env: dict | None = None, ok=(0,)) -> tuple[float, int, dict]:
     """Run a child; (wall seconds from spawn to exit, its peak RSS in bytes, its JSON line or {})."""
     with tempfile.TemporaryFile("w+") as out:
         t = time.perf_counter()
@@ -105,13 +107,11 @@ def child(argv: list[str], env: dict | None = None) -> tuple[float, int, dict]:
         wall = time.perf_counter() - t
         p.returncode = os.waitstatus_to_exitcode(status)
         err = p.stderr.read()
-        if p.returncode not in (0, 1):  # diagnose exits 1 on findings: that is the point
+        if p.returncode not in ok:
             raise RuntimeError(f"{argv[:3]} exited {p.returncode}: {err[-2000:]}")
         out.seek(0)
         lines = out.read().strip().splitlines()
-    info = {}
-    if lines and lines[-1].startswith("{"):
-        info = json.loads(lines[-1])
+    info = next((json.loads(x) for x in reversed(lines) if x.startswith("{")), {})
     return wall, ru.ru_maxrss * 1024, info
 
 
@@ -157,14 +157,14 @@ def bench_size(protocol: str, events: int, reps: int, cols: list[str], bpe: dict
     report = Path(tempfile.mkdtemp(prefix="moetrace-perf-")) / "report.json"
     diag = [*MOETRACE, "diagnose", str(ds), "--format", "json", "-o", str(report), "--no-progress"]
     if "diagnose" in run:
-        child(diag)  # warm-up: page cache and numba's on-disk cache
+        child(diag, ok=DIAG_OK)  # warm-up: page cache and numba's on-disk cache
     runs = {k: [] for k in run}
     rss = {k: [] for k in run}
     out_ds = Path(tempfile.mkdtemp(prefix="moetrace-perf-ingest-")) / "ds"
     for i in range(reps):
         # Interleaved, so drift in the machine's load spreads over all of them.
         if "diagnose" in run:
-            w, m, _ = child(diag)
+            w, m, _ = child(diag, ok=DIAG_OK)
             runs["diagnose"].append(w)
             rss["diagnose"].append(m)
         if "limit" in run:
@@ -215,9 +215,9 @@ def compile_cost(diag: list[str]) -> dict:
     """First diagnose with an empty numba cache, then a second that must compile (write) nothing."""
     cache = Path(tempfile.mkdtemp(prefix="moetrace-numba-"))
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
-    first, _, _ = child(diag, env)
+    first, _, _ = child(diag, env, DIAG_OK)
     files = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
-    second, _, _ = child(diag, env)
+    second, _, _ = child(diag, env, DIAG_OK)
     after = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
     return {"first": first, "second": second, "cache_files": len(files),
             "written_by_second": sum(1 for p, t in after.items() if files.get(p) != t)}

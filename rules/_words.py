@@ -101,10 +101,12 @@ def _build(trace) -> Words:
     reg = P.target_region(trace)
     flaglike = np.where(reg >= 0, rt["flaglike"][np.where(reg >= 0, reg, 0)], False)
     ext = P.extent(trace)
-    offset = np.where(kind == P.K_GET, trace["local_offset"], trace["offset"])
+    # Whole-trace temporaries only where needed: each is 8 bytes/event at its peak.
+    has_get = bool((kind == P.K_GET).any())
+    offset = np.where(kind == P.K_GET, trace["local_offset"], trace["offset"]) if has_get else trace["offset"]
     room = rt["length"][np.where(reg >= 0, reg, 0)] - offset  # clip: overflow is MT303's
-    value = trace["value"].astype(np.int64)
-    op = trace["op"].astype(np.int64)
+    value = np.asarray(trace["value"], dtype=np.int64)
+    op = trace["op"]
 
     one = np.isin(kind, (P.K_SIGNAL, P.K_AMO)) & flaglike
     multi = np.isin(kind, (P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG)) & flaglike & (offset >= 0)
@@ -125,12 +127,12 @@ def _build(trace) -> Words:
     rows = np.concatenate((r1, rows_m, ps))
     wkey = np.concatenate((key[r1], km, kps))
     wreg = np.concatenate((reg[r1], reg[rows_m], sreg))
-    wop = np.concatenate((op[r1], np.full(len(rows_m), P.OP_SET), op[ps]))
+    wop = np.concatenate((op[r1].astype(np.int64), np.full(len(rows_m), P.OP_SET, np.int64), op[ps].astype(np.int64)))
     # A get's destination value is unknown; so is a payload word a put_signal carries.
     mval = np.where(np.isin(kind[rows_m], (P.K_GET, P.K_PUTSIG)), P.NULL64, value[rows_m])
     wval = np.concatenate((value[r1], mval, value[ps]))
-    launch = trace["launch"].astype(np.int64)
-    wl = launch[rows]
+    launch = trace["launch"]
+    wl = launch[rows].astype(np.int64)
     lmin = int(launch.min()) if trace.n else 0
     lspan = (int(launch.max()) - lmin + 2) if trace.n else 1
     ck = wkey * lspan + (wl - lmin)
@@ -143,10 +145,10 @@ def _build(trace) -> Words:
     nw = np.where((e2b[we] >= 0) & (nw > 0), nw, 1)
     wk, wsrc = _expand(key[we], nw)
     we = we[wsrc]
-    rc_all = trace["rank"].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"].astype(np.int64)
-    mk = np.concatenate((ck, wk * lspan + (launch[we] - lmin)))
-    mrc = np.concatenate((rc_all[rows], rc_all[we]))
-    mrow = np.concatenate((rows, we))
+    both = np.concatenate((rows, we))
+    mrc = trace["rank"][both].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"][both]
+    mk = np.concatenate((ck, wk * lspan + (launch[we].astype(np.int64) - lmin)))
+    mrow = both
     mw = np.concatenate((np.zeros(len(rows), bool), np.ones(len(we), bool)))
     order = np.lexsort((mrow, mrc, mk))
     aw_sorted = np.zeros(len(order), bool)
