@@ -278,6 +278,33 @@ def confidence_for(trace, ranks=(), cores=()):
     return None
 
 
+def launch_gap(trace, ranks, launch: int) -> str | None:
+    """Why ``launch`` is not whole on some of ``ranks`` (ring wrap, missing dump), else None.
+
+    A rule that concludes from the absence of an event of those ranks in that
+    launch holds back where this is not None: the event may be in the gap.
+    """
+    parts = []
+    for r in sorted({int(x) for x in ranks}):
+        if trace.launch_intact(r, launch):
+            continue
+        if r in trace.report.ranks_missing:
+            parts.append(f"rank {r}'s dump is missing")
+            continue
+        lost = sorted((c, k) for (lr, c), k in trace.lost_by_core.items() if lr == r)
+        parts.append(f"rank {r} lost " + ", ".join(f"{k} events on core {c}" for c, k in lost)
+                     + f" to ring wrap (launch {launch} not whole)")
+    return "; ".join(parts) or None
+
+
+def weakened(message: str, gap: str) -> dict:
+    """Hit fields for a finding that leans on events in ``gap``: partial-trace, at most a note."""
+    from .base import Confidence, Severity
+
+    return {"message": f"{message} [partial trace: {gap}; the missing event may be in the gap]",
+            "confidence": Confidence.PARTIAL_TRACE, "severity": Severity.NOTE}
+
+
 def region_name(trace, region: int) -> str:
     regs = trace.manifest.regions
     return regs[region].name if 0 <= region < len(regs) else f"region#{region}"

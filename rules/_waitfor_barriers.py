@@ -99,6 +99,10 @@ def explain(b, n) -> None:
                                       f"{who} never reached it: its trace ends "
                                       + ("mid-kernel" if last == n.launch else f"after launch {last}"),
                                       causes=(("MT103", b.stop_key(r)),), gap=gap))
+        elif b.trace.intact_from.get((r, c), 0) > n.launch:
+            # Its barrier count starts at its first surviving event: the entries may be lost.
+            n.verdicts.append(Verdict(r, "barrier", "unknown", f"{who}: unknown: {gap or 'events lost'}, so "
+                                      f"whether it entered barrier #{n.instance} is not in the trace", gap=gap))
         else:
             n.verdicts.append(Verdict(r, "barrier", "skipped", f"{who} finished launch {n.launch} without "
                                       f"entering barrier #{n.instance}: a code path skips it", gap=gap))

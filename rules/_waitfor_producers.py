@@ -162,7 +162,10 @@ def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
     segs = b.cores_for(p, w)
     last = b.seg_last_launch[segs]
     done = b.wrote_others(p, w)
-    if done:
+    # Every verdict below but stuck/stopped/not-started rests on p NOT having written the slot:
+    # where p's launch is not whole, that write may be in the lost part of a ring.
+    whole = b.trace.launch_intact(p, w.launch)
+    if done and whole:
         # p already wrote its share of this region to the waiter and moved on: the slot was
         # never due from it (the waiter counts more rows than p sent). Its later waits are no
         # edge back, or every stale-count hang would read as a deadlock.
@@ -190,6 +193,9 @@ def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
         return Verdict(p, via, "not-started", f"{who}: its trace ends after launch {seen}, before "
                        f"launch {w.launch} (rank stopped or its dump is cut)",
                        causes=(("MT103", b.stop_key(p)),), gap=gap)
+    if not whole:
+        return Verdict(p, via, "unknown", f"{who}: unknown: {gap or f'rank {p} lost events'}, so whether "
+                       f"it wrote the slot in launch {w.launch} is not in the trace", gap=gap)
     if timeouts:
         return Verdict(p, via, "stuck", f"{who} finished launch {w.launch} without writing it after "
                        f"timing out: {b.node_text(timeouts[0])}", edges=tuple(timeouts), gap=gap)

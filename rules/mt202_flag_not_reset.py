@@ -125,8 +125,14 @@ class FlagNotReset(Rule):
         else:
             msg += f"rank {own} should have reset them"
         conf = P.confidence_for(trace, ranks=sorted({own, dl["rank"]})) or Confidence.INFERRED
+        weak = {"message": msg, "confidence": conf}
+        # The reset is an absence: where the owner's (or a writer's) launch is not whole, the
+        # reset, or the write order that made it unneeded, may be in the lost part of a ring.
+        gap = P.launch_gap(trace, {own} | set(trace["rank"][w.row[members]].tolist()), launch)
+        if gap:
+            weak = P.weakened(msg, gap)
         first = rows[0][1]
-        return self.hit(msg, rows=tuple(rows), confidence=conf, caused_by=causes,
+        return self.hit(rows=tuple(rows), caused_by=causes, **weak,
                         key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
                         location={"rank": own, "launch": launch, "region": P.region_name(trace, region),
                                   "offset": off0},

@@ -25,7 +25,9 @@ class CountMismatch(Rule):
         `requested`. Different values are a hit naming both. An announced
         non-zero count with no deliver at a receiver that delivered other
         segments in that launch (or the reverse) is a hit of confidence
-        inferred; partial-trace when the other side's rank is missing.
+        inferred; partial-trace, at most a note, with the gap named, when
+        the silent side's dump is missing or its launch lost events to ring
+        wrap (the count or delivery may be in the lost part).
 
     Why it matters
         The count exchange is what sizes every receive and every wait of the
@@ -85,11 +87,13 @@ class CountMismatch(Rule):
             L, i, j, e = (int(x) for x in uniq[:, gi])
             a, b = int(last_a[gi]), int(last_b[gi])
             conf = Confidence.CERTAIN
+            # One side recorded nothing: an absence, which a lost ring part or dump may explain.
+            gap = None if a >= 0 and b >= 0 else P.launch_gap(trace, [j if a >= 0 else i], L)
             if a >= 0 and b >= 0:
                 said = f"rank {i} announced {int(va[gi])} rows to rank {j} (seq {int(trace['seq'][a])})"
                 heard = f"rank {j} received requested={int(vb[gi])} from rank {i} (seq {int(trace['seq'][b])})"
             elif a >= 0:
-                if j in missing:
+                if j in missing or gap:
                     conf = Confidence.PARTIAL_TRACE
                 elif (L, j) in received:
                     conf = Confidence.INFERRED
@@ -98,7 +102,7 @@ class CountMismatch(Rule):
                 said = f"rank {i} announced {int(va[gi])} rows to rank {j} (seq {int(trace['seq'][a])})"
                 heard = f"rank {j} recorded no delivery from rank {i}"
             else:
-                if i in missing:
+                if i in missing or gap:
                     conf = Confidence.PARTIAL_TRACE
                 elif (L, i) in announced:
                     conf = Confidence.INFERRED
@@ -114,7 +118,8 @@ class CountMismatch(Rule):
             causes = count_causes(trace, L, i, j, silent=None if a >= 0 and b >= 0 else (j if a >= 0 else i))
             if causes:
                 msg += " (" + "; ".join(_CAUSE_TEXT[c] for c in dict.fromkeys(c for c, _ in causes)) + ")"
-            yield self.hit(msg, rows=rows, confidence=conf, caused_by=causes,
+            weak = P.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
+            yield self.hit(rows=rows, caused_by=causes, **weak,
                            key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
                            extra={"launch": L, "sender": i, "receiver": j, "local_expert": e,
                                   "announced": int(va[gi]) if a >= 0 else None,

@@ -133,10 +133,22 @@ class TraceView:
         seg = self.segments
         rank, core = self.col("rank"), self.col("core")
         kind, launch = self.col("kind"), self.col("launch")
+        # A launch may run several kernels (dispatch, then combine) on a core: a surviving
+        # kernel_begin is the launch's start only if the core holds as many kernel_begins of
+        # it as the most any core holds (any: every core of a rank may have lost the first).
+        kb = np.flatnonzero(kind == Kind.KERNEL_BEGIN)
+        ident = np.stack((rank[kb].astype(np.int64), core[kb].astype(np.int64), launch[kb].astype(np.int64)))
+        u, cnt = np.unique(ident, axis=1, return_counts=True) if len(kb) else (np.zeros((3, 0), np.int64), [])
+        held = {tuple(x): int(k) for x, k in zip(u.T.tolist(), cnt)}
+        most: dict[int, int] = {}
+        for (_, _, L), k in held.items():
+            most[L] = max(most.get(L, 0), k)
         for s in seg[:-1]:
             rc = (int(rank[s]), int(core[s]))
             if rc in self.lost_by_core:
-                out[rc] = int(launch[s]) + (0 if kind[s] == Kind.KERNEL_BEGIN else 1)
+                L = int(launch[s])
+                whole = kind[s] == Kind.KERNEL_BEGIN and held.get((*rc, L), 0) >= most.get(L, 0)
+                out[rc] = L + (0 if whole else 1)
         for rc in self.lost_by_core:  # lost everything: no surviving launch at all
             out.setdefault(rc, 2**31 - 1)
         return out
