@@ -101,5 +101,12 @@ class StaleWait(Rule):
                    f"{ds['launch']} (seq {ds['seq']}), never reset")
             rows = [("stale wait_end", e)] + ([("wait_begin", b)] if b >= 0 else []) + \
                 [("earlier write", int(w.row[src]))]
-            yield self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+            # "No write of this launch before it" is an absence: the write may be in the lost part
+            # of the ring of the owner or of any rank that writes the word.
+            k = int(w.key[src])
+            lo_k, hi_k = np.searchsorted(w.key, k, "left"), np.searchsorted(w.key, k, "right")
+            writers = {trace.decode_key(k)[0], d["rank"]} | set(trace["rank"][w.row[lo_k:hi_k]].tolist())
+            gap = P.launch_gap(trace, writers, int(d["launch"])) if trace.partial else None
+            weak = P.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
+            yield self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak,
                            extra={"observed": d["observed"], "written_launch": ds["launch"]})
