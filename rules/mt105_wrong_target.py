@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._waitfor import analyze
 from ._waitfor_stale import aliased_routes
+from . import _passes as P
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -55,11 +56,15 @@ class WrongTarget(Rule):
             aliased = aliased_routes(b, key[0], launch)
             if aliased:
                 msg += f"; {aliased[0][2]}"
-            if gap:
+            # "Never wrote the slot it owed" is an absence: in a launch the writer does not hold
+            # whole, that write may be in the lost part of its ring.
+            whole_gap = P.launch_gap(trace, [key[0]], launch)
+            weak = P.weakened(msg, whole_gap) if whole_gap else {}
+            if gap and not whole_gap:
                 msg += f" [gap: {gap}]"
-            yield self.hit(msg, caused_by=tuple((a[0], a[1]) for a in aliased),
+            yield self.hit(weak.pop("message", msg), caused_by=tuple((a[0], a[1]) for a in aliased), **weak,
                            rows=(("misdirected write", entry["row"]),)
                            + tuple(("left stuck", n.row) for n in waits[:4]), key=key,
-                           confidence=Confidence.PARTIAL_TRACE if gap else Confidence.INFERRED,
+                           **({} if weak else {"confidence": Confidence.PARTIAL_TRACE if gap else Confidence.INFERRED}),
                            extra={"write": b.write_text(entry["write"]),
                                   "waits": [list(n.key) for n in waits]})

@@ -105,7 +105,8 @@ class StaleWait(Rule):
             # of the ring of the owner or of any rank that writes the word.
             k = int(w.key[src])
             lo_k, hi_k = np.searchsorted(w.key, k, "left"), np.searchsorted(w.key, k, "right")
-            writers = {trace.decode_key(k)[0], d["rank"]} | set(trace["rank"][w.row[lo_k:hi_k]].tolist())
+            writers = {trace.decode_key(k)[0], d["rank"]} | set(trace["rank"][w.row[lo_k:hi_k]].tolist()) \
+                | set(trace.ranks_missing)  # a rank without a dump may write any word
             gap = P.launch_gap(trace, writers, int(d["launch"])) if trace.partial else None
             weak = P.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
             yield self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak,
