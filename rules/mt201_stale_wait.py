@@ -42,7 +42,9 @@ class StaleWait(Rule):
         core itself, or issued after a barrier of scope all that the waiter
         had not reached yet) while an earlier launch did write the word, the
         wait was satisfied by that older value. The hit names the wait and
-        the last earlier-launch write.
+        the last earlier-launch write. Where the launch is not whole on the
+        owner or a writer of the word (ring wrap, missing dump), this
+        launch's write may be in the gap: a partial-trace note naming it.
 
     Why it matters
         The consumer proceeds before this round's producer wrote anything:

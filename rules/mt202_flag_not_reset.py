@@ -32,6 +32,9 @@ class FlagNotReset(Rule):
         flag write of its producer overtook (an MT401 hit), the hit cites
         that MT401 as its cause: the put landed after the owner took and
         reset the slots it saw, so the missing drain is the root.
+        Where the owner's or a writer's launch is not whole in the trace
+        (ring wrap, missing dump) the reset may be in the gap: the hit is
+        then a partial-trace note naming it.
 
     Why it matters
         The next round's wait on that word is satisfied at once, by the old
