@@ -37,7 +37,7 @@ def _ok(flag: bool) -> str:
 
 def render(r: dict) -> str:
     out = ["## Diagnose", "",
-           f"`uv run python bench/perf.py --sizes {','.join(dict.fromkeys(_size(s['events']) for s in r['sizes']))} "
+           f"`uv run python bench/perf.py --sizes {r.get('sizes_arg') or ','.join(_size(s['events']) for s in r['sizes'])} "
            f"--protocols {','.join(r['columns'])}` on "
            f"{machine()}; shared with other engineers' work while measured, so noisy: read min beside median.",
            "Each number is a fresh process on warm page cache; diagnose is process start to report "

@@ -241,7 +241,7 @@ def main() -> None:
     # Compiled bytecode, so interpreter start is what a normal install pays (PYTHONDONTWRITEBYTECODE
     # may be set in this environment, and then every run would recompile every module).
     subprocess.run([PY, "-m", "compileall", "-q", "analyzer", "rules", "ingest", "kernels"], cwd=ROOT, check=False)
-    results = {"help": help_time(), "columns": {}, "sizes": []}
+    results = {"help": help_time(), "columns": {}, "sizes": [], "sizes_arg": args.sizes}
     for protocol in args.protocols.split(","):
         cols = results["columns"][protocol] = rules_columns(protocol)
         bpe: dict = {}
