@@ -111,7 +111,13 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=lib.SEEDS)
     ap.add_argument("--protocol", action="append", help="only this protocol (repeatable)")
     ap.add_argument("--json", action="store_true", help="print the scores as JSON")
+    ap.add_argument("--shape", default="", help="override the shape, e.g. ranks=8,cores=4,tokens=16,topk=4")
     a = ap.parse_args(argv)
+    for item in filter(None, a.shape.split(",")):
+        k, _, v = item.partition("=")
+        if k not in lib.SHAPE:
+            ap.error(f"--shape: unknown key {k!r}; expected one of {', '.join(lib.SHAPE)}")
+        lib.SHAPE[k] = int(v)
     t0 = time.perf_counter()
     todo = lib.cases(a.protocol, a.seeds)
     results = []
