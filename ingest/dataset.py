@@ -411,8 +411,12 @@ class Dataset:
                     raise TraceError(p, "", f"unreadable parquet: {e}") from None
                 for c in cols:
                     i = pos
+                    numeric = COLUMN[c].type != pa.string()
                     for chunk in t.column(c).chunks:
-                        out[c][i:i + len(chunk)] = to_numpy(chunk, c)
+                        if numeric and chunk.null_count == len(chunk):
+                            out[c][i:i + len(chunk)] = COLUMN[c].numpy_null  # all null: nothing to decode
+                        else:
+                            out[c][i:i + len(chunk)] = to_numpy(chunk, c)
                         i += len(chunk)
                 pos += t.num_rows
                 del t

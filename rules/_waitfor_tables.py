@@ -14,11 +14,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.contract import Kind, Op
+from ingest.contract import REMOTE_WRITE_KINDS, Kind, Op
 
-from ._waitfor_scan import expand_slots
+from ._jit import kernel
 
 _WRITE_KINDS = (Kind.PUT, Kind.SIGNAL, Kind.AMO, Kind.WRITE, Kind.PUT_SIGNAL)
+# Indexable by kind code.  numba freezes module globals at compile time: plain ints.
+_IS_WRITE = np.zeros(max(int(k) for k in Kind) + 1, np.bool_)
+_IS_WRITE[[int(k) for k in _WRITE_KINDS]] = True
+_REMOTE = np.zeros(max(int(k) for k in Kind) + 1, np.bool_)
+_REMOTE[[int(k) for k in REMOTE_WRITE_KINDS]] = True
+_PUT_SIGNAL = int(Kind.PUT_SIGNAL)
+_SIGNAL = int(Kind.SIGNAL)
+_AMO = int(Kind.AMO)
+_SET = int(Op.SET)
 
 
 class Tables:
@@ -30,8 +39,10 @@ class Tables:
         self.nslots = nslots
         self.slot_base = np.concatenate(([0], np.cumsum(nslots)[:-1])).astype(np.int64)
         self.slots_per_rank = int(nslots.sum()) or 1
-        launch = trace["launch"].astype(np.int64)
-        self.nlaunch = int(launch.max()) + 1 if trace.n else 1
+        # One read of the parquet files for every column the tables use.
+        trace.load(["kind", "launch", "region", "offset", "sig_region", "sig_offset", "nbytes", "value",
+                    "op", "rank", "peer", "core"])
+        self.nlaunch = int(trace["launch"].max()) + 1 if trace.n else 1
         self._writes(regions)
         self._waits(regions)
         self._routes()
@@ -46,52 +57,31 @@ class Tables:
 
     # ---- writes ----------------------------------------------------------
     def _writes(self, regions: set[int]) -> None:
+        # One numba pass over the trace: the numpy form made a dozen selections
+        # and int64 copies of the trace's length for a few million writes.
         t = self.trace
-        kind = t["kind"]
-        reg = t["region"].astype(np.int64)
-        want = np.array(sorted(regions) or [-1], dtype=np.int64)
-        is_w = np.isin(kind, np.array([int(k) for k in _WRITE_KINDS], dtype=kind.dtype))
-        a = np.flatnonzero(is_w & np.isin(reg, want))
-        ps = kind == Kind.PUT_SIGNAL
-        sreg = t["sig_region"].astype(np.int64)
-        b = np.flatnonzero(ps & np.isin(sreg, want))
+        nreg = len(t.manifest.regions)
+        wanted = np.zeros(max(nreg, 1), np.bool_)
+        for r in regions:
+            if 0 <= r < nreg:
+                wanted[r] = True
         elem = np.array([r.elem_bytes for r in t.manifest.regions] or [1], dtype=np.int64)
-        nbytes = t["nbytes"].astype(np.int64)
-        scalar = np.isin(kind[a], np.array([Kind.SIGNAL, Kind.AMO], dtype=kind.dtype))
-        extent = np.where(scalar, 1, np.maximum(1, nbytes[a] // elem[reg[a]]))
-        value = t["value"]
-        op = t["op"].astype(np.int64)
-        vnull = t.null("value")
-        a_val = np.where(kind[a] == Kind.PUT_SIGNAL, vnull, value[a])
-        a_op = np.where(scalar, op[a], int(Op.SET))
-        rows = np.concatenate((a, b))
-        region = np.concatenate((reg[a], sreg[b]))
-        offset = np.concatenate((t["offset"][a], t["sig_offset"][b])).astype(np.int64)
-        extent = np.concatenate((extent, np.ones(len(b), np.int64)))
-        vals = np.concatenate((a_val, value[b])).astype(np.int64)
-        ops = np.concatenate((a_op, op[b])).astype(np.int64)
-        owner = t.owner[rows].astype(np.int64)
-        sw = self.sw[region] if len(rows) else np.zeros(0, np.int64)
-        first = offset // np.maximum(sw, 1)
-        last = np.minimum((offset + extent - 1) // np.maximum(sw, 1), self.nslots[region] - 1)
-        item, slot = expand_slots(first, last)
-        self.w_row = rows[item]
-        self.w_region = region[item]
-        self.w_slot = slot
-        self.w_owner = owner[item]
-        self.w_value = vals[item]
-        self.w_op = ops[item]
-        self.w_rank = t["rank"][self.w_row].astype(np.int64)
-        self.w_core = t["core"][self.w_row].astype(np.int64)
-        self.w_launch = t["launch"][self.w_row].astype(np.int64)
-        self.w_skey = self.skey(self.w_owner, self.w_region, self.w_slot) if len(item) else np.zeros(0, np.int64)
+        (self.w_row, self.w_region, self.w_slot, self.w_owner, self.w_value, self.w_op,
+         self.w_rank, self.w_core, self.w_launch, self.w_skey, ordered) = _select_writes(
+            t["kind"], t["region"], t["offset"], t["sig_region"], t["sig_offset"], t["nbytes"],
+            t["value"], t["op"], t["rank"], t["peer"], t["core"], t["launch"],
+            wanted, elem, self.sw, self.nslots, self.slot_base, np.int64(self.slots_per_rank),
+            _REMOTE, np.int64(t.null("peer")), np.int64(t.null("value")))
         # Index 1: by slot, then launch, then row (a stable history per slot).
-        o1 = np.lexsort((self.w_row, self.w_launch, self.w_skey))
+        # Rows ascending in table order (no put_signal's signal half appended): a stable
+        # sort on the composite key is the lexsort's order, at a third of its cost.
+        k1 = self.w_skey * self.nlaunch + self.w_launch
+        o1 = np.argsort(k1, kind="stable") if ordered else np.lexsort((self.w_row, self.w_launch, self.w_skey))
         self._o1 = o1
-        self._k1 = (self.w_skey * self.nlaunch + self.w_launch)[o1]
+        self._k1 = k1[o1]
         # Index 2: by writer rank, region, launch.
         c2 = (self.w_rank * len(self.sw) + self.w_region) * self.nlaunch + self.w_launch
-        o2 = np.lexsort((self.w_row, c2))
+        o2 = np.argsort(c2, kind="stable") if ordered else np.lexsort((self.w_row, c2))
         self._o2 = o2
         self._k2 = c2[o2]
 
@@ -114,11 +104,13 @@ class Tables:
     # ---- waits -----------------------------------------------------------
     def _waits(self, regions: set[int]) -> None:
         t = self.trace
-        reg = t["region"].astype(np.int64)
-        rows = np.flatnonzero((t["kind"] == Kind.WAIT_BEGIN)
-                              & np.isin(reg, np.array(sorted(regions) or [-1], dtype=np.int64)))
-        slot = t["offset"][rows].astype(np.int64) // self.sw[reg[rows]] if len(rows) else rows
-        sk = self.skey(t["rank"][rows], reg[rows], slot) if len(rows) else rows
+        # Select the wait_begins first: region tests and int64 copies of those rows only.
+        wb = np.flatnonzero(t["kind"] == Kind.WAIT_BEGIN)
+        reg = t["region"][wb].astype(np.int64)
+        keep = np.isin(reg, np.array(sorted(regions) or [-1], dtype=np.int64))
+        rows, reg = wb[keep], reg[keep]
+        slot = t["offset"][rows].astype(np.int64) // self.sw[reg] if len(rows) else rows
+        sk = self.skey(t["rank"][rows], reg, slot) if len(rows) else rows
         self._wk = np.sort(sk * self.nlaunch + t["launch"][rows].astype(np.int64))
 
     def waited(self, skey: int, launch: int) -> bool:
@@ -163,3 +155,90 @@ class Tables:
 
     def route(self, rank: int, launch: int, token: int, topk: int) -> int:
         return int(self.route_rows(rank, launch, token, topk).reshape(-1)[0])
+
+
+@kernel
+def _select_writes(kind, region, offset, sig_region, sig_offset, nbytes, value, op, rank, peer,
+                   core, launch, wanted, elem, sw, nslots, slot_base, spr, remote, peer_null, vnull):
+    """The write table: one entry per (write, slot it covers) into a wanted region.
+
+    Writes in row order, then every put_signal's signal half into a wanted
+    region (row order); each expanded to the slots it covers (a bulk put into
+    a flag region counts for each).  A scalar (signal, amo) covers one element
+    and keeps its op; anything else is a set, a put_signal's data half with no
+    value.  ``ordered``: rows never decrease along the table.
+    """
+    n = len(kind)
+    nreg = len(wanted)
+    na = 0
+    nb = 0
+    total = 0
+    w_row = w_region = w_slot = w_owner = w_value = w_op = np.empty(0, np.int64)
+    w_rank = w_core = w_launch = w_skey = np.empty(0, np.int64)
+    for phase in range(2):
+        if phase == 1:
+            w_row = np.empty(total, np.int64)
+            w_region = np.empty(total, np.int64)
+            w_slot = np.empty(total, np.int64)
+            w_owner = np.empty(total, np.int64)
+            w_value = np.empty(total, np.int64)
+            w_op = np.empty(total, np.int64)
+            w_rank = np.empty(total, np.int64)
+            w_core = np.empty(total, np.int64)
+            w_launch = np.empty(total, np.int64)
+            w_skey = np.empty(total, np.int64)
+        j = 0
+        for half in range(2):
+            for i in range(n):
+                k = kind[i]
+                if half == 0:
+                    if not (0 <= k < len(remote) and _IS_WRITE[k]):
+                        continue
+                    r = np.int64(region[i])
+                    if not (0 <= r < nreg and wanted[r]):
+                        continue
+                    o = np.int64(offset[i])
+                    if k == _SIGNAL or k == _AMO:
+                        ext = np.int64(1)
+                        opv = np.int64(op[i])
+                    else:
+                        ext = max(np.int64(1), np.int64(nbytes[i]) // elem[r])
+                        opv = np.int64(_SET)
+                    v = vnull if k == _PUT_SIGNAL else np.int64(value[i])
+                else:
+                    if k != _PUT_SIGNAL:
+                        continue
+                    r = np.int64(sig_region[i])
+                    if not (0 <= r < nreg and wanted[r]):
+                        continue
+                    o = np.int64(sig_offset[i])
+                    ext = np.int64(1)
+                    opv = np.int64(op[i])
+                    v = np.int64(value[i])
+                s = max(sw[r], np.int64(1))
+                first = o // s
+                last = min((o + ext - 1) // s, nslots[r] - 1)
+                if phase == 0:
+                    if half == 0:
+                        na += 1
+                    else:
+                        nb += 1
+                    if last >= first:
+                        total += last - first + 1
+                    continue
+                p = np.int64(peer[i])
+                ow = p if remote[k] and p != peer_null else np.int64(rank[i])
+                for sl in range(first, last + 1):
+                    w_row[j] = i
+                    w_region[j] = r
+                    w_slot[j] = sl
+                    w_owner[j] = ow
+                    w_value[j] = v
+                    w_op[j] = opv
+                    w_rank[j] = rank[i]
+                    w_core[j] = core[i]
+                    w_launch[j] = launch[i]
+                    w_skey[j] = ow * spr + slot_base[r] + sl
+                    j += 1
+    ordered = nb == 0 or na == 0
+    return (w_row, w_region, w_slot, w_owner, w_value, w_op, w_rank, w_core, w_launch, w_skey, ordered)

@@ -61,8 +61,7 @@ class TraceView:
     @cached_property
     def segments(self) -> np.ndarray:
         """Start row of each (rank, core) run, plus a final n: rows [s[i], s[i+1])."""
-        rank = self.col("rank").astype(np.int64)
-        core = self.col("core").astype(np.int64)
+        rank, core = self.col("rank"), self.col("core")  # compared as stored: no int64 copies
         if self.n == 0:
             return np.zeros(1, dtype=np.int64)
         change = np.flatnonzero((rank[1:] != rank[:-1]) | (core[1:] != core[:-1])) + 1
