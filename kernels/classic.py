@@ -99,7 +99,7 @@ class Classic(Kernel):
 
     def dispatch(self, m, c, g):
         p, S, r = self.p, self.S, c.rank
-        P, L, K, H = p.ranks, p.local_experts, p.topk, p.hidden
+        P, L, K = p.ranks, p.local_experts, p.topk
         inp = self.inputs(g)
         flat = inp.ids[r].reshape(-1)
         dstr, local = trunc_div(flat, L)

@@ -19,8 +19,6 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ingest.contract import Cmp, Kind
 
 from . import _waitfor_barriers as barriers

@@ -54,6 +54,7 @@ def test_dataset_reingest_and_merge(tmp_path):
     ingest([d / "b.jsonl"], tmp_path / "ds_b")
     assert _rows(tmp_path / "merged") == sorted(_rows(tmp_path / "ds_a") + _rows(tmp_path / "ds_b"))
     again = ingest([tmp_path / "merged"], tmp_path / "again")
+    assert again.rows_out == merged.rows_out
     assert _rows(tmp_path / "again") == _rows(tmp_path / "merged")
 
 
