@@ -59,7 +59,7 @@ class StuckWait(Rule):
     name = "stuck-wait"
     family = Family.HANG
     severity = Severity.ERROR
-    summary = "a wait never ended (or timed out); names the slot, its producers and why they never wrote"
+    summary = "A wait never ended (or timed out); names the slot, its producers and why they never wrote"
 
     def check(self, trace, ctx):
         wf = analyze(trace)

@@ -43,7 +43,7 @@ class BarrierIncomplete(Rule):
     name = "barrier-incomplete"
     family = Family.HANG
     severity = Severity.ERROR
-    summary = "a barrier some participants never reached, so it never completed"
+    summary = "A barrier some participants never reached, so it never completed"
 
     def check(self, trace, ctx):
         wf = analyze(trace)

@@ -42,7 +42,7 @@ class RankStopped(Rule):
     name = "rank-stopped"
     family = Family.HANG
     severity = Severity.ERROR
-    summary = "a rank stopped mid-kernel or its dump is missing while others wait on it"
+    summary = "A rank stopped mid-kernel or its dump is missing while others wait on it"
 
     def check(self, trace, ctx):
         wf = analyze(trace)

@@ -37,7 +37,7 @@ class DeadlockCycle(Rule):
     name = "deadlock-cycle"
     family = Family.HANG
     severity = Severity.ERROR
-    summary = "stuck waits wait on each other with no outside cause: a deadlock"
+    summary = "Stuck waits wait on each other with no outside cause: a deadlock"
 
     def check(self, trace, ctx):
         wf = analyze(trace)

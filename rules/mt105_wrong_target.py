@@ -37,7 +37,7 @@ class WrongTarget(Rule):
     name = "wrong-target"
     family = Family.HANG
     severity = Severity.ERROR
-    summary = "a producer wrote another slot or rank than the one a stuck wait expects"
+    summary = "A producer wrote another slot or rank than the one a stuck wait expects"
 
     def check(self, trace, ctx):
         wf = analyze(trace)
