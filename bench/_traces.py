@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ingest.dataset import (EVENTS_DIR, MANIFEST_FILE, REPORT_FILE, CoreReport, IngestReport,  # noqa: E402
-                            SourceReport, conform, write_events)
+                            SourceReport)
+from ingest.writer import conform, write_events  # noqa: E402
 from ingest.manifest import Manifest  # noqa: E402
 from ingest.rings import write_ring_file  # noqa: E402
 

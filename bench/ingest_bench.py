@@ -206,7 +206,7 @@ def _cpu_split(src: Path, out: Path) -> dict[str, float]:
     """One extra run with per-phase CPU time (thread time, summed over threads)."""
     import threading
 
-    import ingest.dataset as dataset
+    import ingest.writer as dataset  # the writer holds write_events and DatasetWriter
     import ingest.rings as rings
 
     acc = {"decode": 0.0, "parquet": 0.0, "order": 0.0}

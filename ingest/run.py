@@ -12,7 +12,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .dataset import DatasetWriter, IngestReport, SourceReport, conform
+from .dataset import IngestReport, SourceReport
+from .writer import DatasetWriter, conform
 from .sources import Chunk, resolve
 
 # progress(phase, n): phase 'read' counts events read, 'write' rows written.

@@ -198,7 +198,8 @@ def _scalar(v) -> int:
 def write(m: Machine, kern, truth: Truth, out: Path) -> int:
     """Write the dataset through the ingest writer and truth.json beside it; returns rows lost."""
     from ingest.contract import FORMAT
-    from ingest.dataset import DatasetWriter, SourceReport
+    from ingest.dataset import SourceReport
+    from ingest.writer import DatasetWriter
     from ingest.manifest import Manifest
 
     regions = tuple(s.region(i) for i, s in enumerate(m.heap.specs))
