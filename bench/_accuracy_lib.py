@@ -118,16 +118,16 @@ def cases(protocols=None, seeds: int = SEEDS, routings=ROUTINGS, clean: bool = T
     return out
 
 
-def run_case(case: Case, workdir: str | Path | None = None) -> Result:
-    """Simulate the case, diagnose its dataset, score it."""
+def run_case(case: Case, workdir: str | Path | None = None, shape: dict | None = None) -> Result:
+    """Simulate the case (on ``shape``, default ``SHAPE``), diagnose its dataset, score it."""
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="moetrace-acc-") as tmp:
-            return run_case(case, tmp)
+            return run_case(case, tmp, shape)
     from analyzer.engine import diagnose
     from kernels import FAULTS, Params, simulate
 
     out = Path(workdir)
-    simulate(case.protocol, Params(routing=case.routing, **SHAPE),
+    simulate(case.protocol, Params(routing=case.routing, **(SHAPE if shape is None else shape)),
              faults=[case.fault] if case.fault else [], seed=case.seed, out=out)
     truth = json.loads((out / "truth.json").read_text())  # the written truth is what we score against
     report = diagnose(out / truth["dataset"])

@@ -91,6 +91,8 @@ class FlagNotReset(Rule):
             - P.incomplete_launches(trace)
         keep = np.array([(int(o), int(L)) in done for o, L in zip(owner, w.launch[idx])], bool)
         idx, owner = idx[keep], owner[keep]
+        keep = ~_reset_after_sync(trace, w, idx)
+        idx, owner = idx[keep], owner[keep]
         if not len(idx):
             return
         _, g = np.unique(np.stack((owner, w.region[idx], w.launch[idx])), axis=1, return_inverse=True)
@@ -140,6 +142,81 @@ class FlagNotReset(Rule):
                         location={"rank": own, "launch": launch, "region": P.region_name(trace, region),
                                   "offset": off0},
                         extra={"owner": own, "words": len(offs), "offsets": offs[:_SHOW], "values": vals})
+
+
+def _reset_after_sync(trace, w, idx) -> np.ndarray:
+    """Per last entry ``idx``: an owner reset sorted before it is ordered after it through one flag sync.
+
+    The word table orders writes of different ranks by barrier phase and then
+    by row; a protocol that synchronises through flags (signal, then wait)
+    instead of barriers leaves the owner's reset and a peer's put in one phase,
+    so the row order may put the reset first. The reset follows the put when
+    the peer's core completed the put (a quiet of its engine), then wrote a
+    word the owner's core waited on, with the value the wait wanted, in the same
+    launch, and the owner reset the word after that wait ended.
+    """
+    out = np.zeros(len(idx), bool)
+    if not len(idx):
+        return out
+    kind, rank, launch = trace["kind"], trace["rank"], trace["launch"]
+    rt = P.region_table(trace)
+    n_e = len(w.row)
+    own_reset = (kind[w.row] == P.K_WRITE) & (rank[w.row] == w.key // trace.manifest.words_per_rank) & \
+        (w.value == rt["reset"][w.region])
+    pos = np.where(own_reset, np.arange(n_e), -1)
+    np.maximum.accumulate(pos, out=pos)
+    prev = pos[np.maximum(idx - 1, 0)]
+    gs = np.searchsorted(w.ck, w.ck[idx], "left")
+    rl = w.row[idx]
+    ok = (idx > 0) & (prev >= gs)
+    rr = w.row[np.maximum(prev, 0)]
+    ok &= (w.phase[np.maximum(prev, 0)] == w.phase[idx]) & (rank[rl] != rank[rr])
+    cov = P.cover(trace, False)[rl]
+    ok &= cov >= 0
+    if not ok.any():
+        return out
+    # Sync edges: a word write (any entry of the table) and a completed wait on that word in the
+    # same launch whose target is the value written.
+    _, e2b = P.wait_pairs(trace)
+    we = np.flatnonzero((kind == P.K_WEND) & (trace.key >= 0) & (e2b >= 0))
+    if not len(we):
+        return out
+    wck = w.ckey(trace.key[we], launch[we])
+    wval = np.asarray(trace["value"], np.int64)[e2b[we]]
+    both_ck = np.concatenate((w.ck, wck))
+    both_v = np.concatenate((w.value, wval))
+    _, gid = np.unique(np.stack((both_ck, both_v)), axis=1, return_inverse=True)
+    gid = gid.reshape(-1)
+    gs_, gw = gid[:n_e], gid[n_e:]
+    so = np.argsort(gs_, kind="stable")
+    lo = np.searchsorted(gs_[so], gw, "left")
+    hi = np.searchsorted(gs_[so], gw, "right")
+    cnt = hi - lo
+    e_row, src = W._expand(lo, cnt)
+    s_row = w.row[so[e_row]]
+    e_row = we[src]
+    if not len(s_row):
+        return out
+    seg = trace.segments
+    nseg = len(seg)
+    sseg = np.searchsorted(seg, s_row, "right") - 1
+    eseg = np.searchsorted(seg, e_row, "right") - 1
+    n = np.int64(trace.n)
+    pk = sseg.astype(np.int64) * nseg + eseg
+    comp = pk * n + s_row
+    order = np.argsort(comp, kind="stable")
+    comp, pk, e_sorted = comp[order], pk[order], e_row[order]
+    # Per (producer core, owner core): the earliest wait end among edges from s onwards.
+    suf = np.minimum.accumulate((e_sorted + pk * n)[::-1])[::-1] - pk * n
+    c = np.flatnonzero(ok)
+    cpk = (np.searchsorted(seg, rl[c], "right") - 1).astype(np.int64) * nseg + \
+        (np.searchsorted(seg, rr[c], "right") - 1)
+    p = np.searchsorted(comp, cpk * n + cov[c] + 1, "left")
+    pv = np.minimum(p, len(comp) - 1)
+    # An edge shares its launch with its wait; s after the put and e before the reset, both on
+    # their cores, put it in the launch of both.
+    out[c] = (p < len(comp)) & (pk[pv] == cpk) & (suf[pv] < rr[c])
+    return out
 
 
 def _late_puts(trace, last_rows) -> tuple:
