@@ -90,6 +90,23 @@ def _simulate(key, launch, op, value, init, init_known, after, last):
         last[i] = i + 1 == len(key) or key[i + 1] != key[i] or launch[i + 1] != launch[i]
 
 
+def signal_words(trace, rt):
+    """put_signal rows whose signal word is flag-like: (rows, sig region, key of the word).
+
+    The signal word lives in its sig_region at the peer, not where the payload goes.
+    """
+    kind = trace["kind"]
+    ps = np.flatnonzero(kind == P.K_PUTSIG)
+    sreg = trace["sig_region"][ps].astype(np.int64)
+    ok = sreg >= 0
+    ps, sreg = ps[ok], sreg[ok]
+    ok = rt["flaglike"][sreg]
+    ps, sreg = ps[ok], sreg[ok]
+    wpr = trace.manifest.words_per_rank
+    kps = trace.owner[ps].astype(np.int64) * wpr + rt["base"][sreg] + trace["sig_offset"][ps]
+    return ps, sreg, kps
+
+
 def words(trace) -> Words:
     return P.cached(trace, "words", lambda: _build(trace))
 
@@ -122,15 +139,7 @@ def _build_lexsort(trace) -> Words:
     rm = np.flatnonzero(multi)
     km, src = _expand(key[rm], np.minimum(ext[rm], room[rm]))
     rows_m = rm[src]
-    # The signal word of a put_signal lives in its sig_region at the peer.
-    ps = np.flatnonzero(kind == P.K_PUTSIG)
-    sreg = trace["sig_region"][ps].astype(np.int64)
-    ok = sreg >= 0
-    ps, sreg = ps[ok], sreg[ok]
-    ok = rt["flaglike"][sreg]
-    ps, sreg = ps[ok], sreg[ok]
-    wpr = trace.manifest.words_per_rank
-    kps = trace.owner[ps].astype(np.int64) * wpr + rt["base"][sreg] + trace["sig_offset"][ps]
+    ps, sreg, kps = signal_words(trace, rt)
 
     rows = np.concatenate((r1, rows_m, ps))
     wkey = np.concatenate((key[r1], km, kps))

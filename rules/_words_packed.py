@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _passes as P
 from ._jit import kernel
-from ._words import NULL64, OP_ADD, Words, _expand
+from ._words import NULL64, OP_ADD, Words, _expand, signal_words
 
 
 @kernel
@@ -139,14 +139,7 @@ def build_packed(trace) -> Words | None:
     del offset
     cnt = np.maximum(np.minimum(P.extent(trace)[rm], room), 0)
     del room
-    ps = np.flatnonzero(kind == P.K_PUTSIG)
-    sreg = trace["sig_region"][ps].astype(np.int64)
-    ok = sreg >= 0
-    ps, sreg = ps[ok], sreg[ok]
-    ok = rt["flaglike"][sreg]
-    ps, sreg = ps[ok], sreg[ok]
-    wpr = trace.manifest.words_per_rank
-    kps = trace.owner[ps].astype(np.int64) * wpr + rt["base"][sreg] + trace["sig_offset"][ps]
+    ps, sreg, kps = signal_words(trace, rt)
     m = len(r1) + int(cnt.sum()) + len(ps)
     if not m:
         return None
