@@ -287,5 +287,8 @@ def kind_columns(kind: Kind) -> tuple[str, ...]:
     return req + opt + COMMON_OPTIONAL
 
 
+# Columns whose values are ranks of the manifest: every reader checks them against it.
+RANK_FIELDS = ("rank", "peer", "dst_rank", "src_rank")
+
 # Kinds whose target word lives in a peer's memory (owner = peer).
 REMOTE_WRITE_KINDS = frozenset({Kind.PUT, Kind.PUT_SIGNAL, Kind.SIGNAL, Kind.AMO})

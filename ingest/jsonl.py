@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .contract import (ALLOWED, COLUMN, COLUMNS, COMMON_OPTIONAL, ENVELOPE, FIELDS, SCHEMA, Kind,
+from .contract import (ALLOWED, COLUMN, COLUMNS, COMMON_OPTIONAL, ENVELOPE, FIELDS, RANK_FIELDS, SCHEMA, Kind,
                        json_name)
 from .errors import TraceError
 from .manifest import Manifest
@@ -32,7 +32,6 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _BLOCK = 1 << 22
 
 # Columns whose values name a rank of the manifest (besides the envelope's rank).
-_RANK_FIELDS = ("rank", "peer", "dst_rank", "src_rank")
 
 _INT, _CODE, _STR = 0, 1, 2
 
@@ -112,12 +111,7 @@ class _KindSpec:
             elif spec.type == pa.string():
                 self.fields.append((key, col, _STR, None, None, required))
             else:
-                bits = spec.type.bit_width
-                lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-                if col in _RANK_FIELDS:
-                    lo, hi = 0, manifest.ranks - 1
-                elif col == "core":
-                    lo, hi = 0, manifest.cores - 1
+                lo, hi = manifest.value_range(col)
                 self.fields.append((key, col, _INT, lo, hi, required))
             self.columns.append(col)
         self.keys = frozenset(f[0] for f in self.fields) | {"kind"}
@@ -174,7 +168,7 @@ class _KindSpec:
         if mode == _INT:
             if type(v) is not int:
                 return f"{kind} event: field {key!r} must be an integer, got {_short(v)}"
-            if col in _RANK_FIELDS:
+            if col in RANK_FIELDS:
                 return (f"{kind} event: field {key!r} = {v} is not a rank of the manifest "
                         f"(ranks 0..{self.manifest.ranks - 1})")
             if col == "core":

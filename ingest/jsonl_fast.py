@@ -19,13 +19,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from .contract import ALLOWED, COLUMN, COLUMNS, ENVELOPE, FIELDS, SCHEMA, Kind, json_name, kind_columns
+from .contract import ALLOWED, COLUMN, COLUMNS, ENVELOPE, FIELDS, RANK_FIELDS, SCHEMA, Kind, json_name, kind_columns
 from .manifest import Manifest
 
 _CHUNK = 1 << 26
 # Two objects on one line. A match inside a string only costs a careful re-read.
 _MULTI = re.compile(rb"\}[ \t\r\f\v]*\{")
-_RANK_FIELDS = ("rank", "peer", "dst_rank", "src_rank")
 
 
 class _NotSure(Exception):
@@ -142,13 +141,8 @@ def validate(raw: pa.Table, manifest: Manifest) -> pa.Table:
                 v = None
             else:
                 v = _np(col.fill_null(0))
-                bits = spec.type.bit_width
-                lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-                if cname in _RANK_FIELDS:
-                    lo, hi = 0, manifest.ranks - 1
-                elif cname == "core":
-                    lo, hi = 0, manifest.cores - 1
-                if bits < 64 or cname in _RANK_FIELDS or cname == "core":
+                lo, hi = manifest.value_range(cname)
+                if spec.type.bit_width < 64 or cname in RANK_FIELDS or cname == "core":
                     sel = v[here]
                     if len(sel) and (sel.min() < lo or sel.max() > hi):
                         raise _NotSure

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .contract import FORMAT, Role
+from .contract import COLUMN, FORMAT, RANK_FIELDS, Role
 from .errors import TraceError
 
 
@@ -94,6 +94,15 @@ class Manifest:
         if ne is None and "local_experts" in self.params:
             ne = self.params["local_experts"] * self.ranks
         return ne
+
+    def value_range(self, column: str) -> tuple[int, int]:
+        """The values an integer column may take: ranks and cores of this machine, else its type's range."""
+        if column in RANK_FIELDS:
+            return 0, self.ranks - 1
+        if column == "core":
+            return 0, self.cores - 1
+        bits = COLUMN[column].type.bit_width
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
     def site_text(self, site: int | None) -> str | None:
         return None if site is None else self.sites.get(int(site))

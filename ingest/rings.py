@@ -16,9 +16,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .contract import COLUMN, COLUMNS, SCHEMA, Kind
+from .contract import COLUMN, COLUMNS, RANK_FIELDS, SCHEMA, Kind
 from .errors import TraceError
-from .jsonl import _RANK_FIELDS  # the same rank-valued fields as the JSON-lines reader checks
 from .manifest import Manifest
 from .ring_layout import (HEADER_DTYPE, HEADER_SIZE, MAGIC, PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, VERSION,
                           Plan)
@@ -256,7 +255,7 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
             bad = valid & (raw >= nreg)
             if bad.any():
                 fail(bad, lambda i: f"{plan.column} id {int(raw[i])} unknown to the manifest's {nreg} regions")
-        if plan.column in _RANK_FIELDS:
+        if plan.column in RANK_FIELDS:
             bad = valid & ((raw < 0) | (raw >= manifest.ranks))
             if bad.any():
                 fail(bad, lambda i: f"{Kind(int(kind[i])).wire} event: field {plan.column!r} = {int(raw[i])} is not "
