@@ -185,7 +185,9 @@ def _build_lexsort(trace) -> Words:
     last = np.zeros(len(rows), bool)
     if len(rows):
         _simulate(wkey, wl, wop, wval, init, init_known, after, last)
-    return Words(rows, wkey, wreg, wl, wph, wop, wval, after, last, ck, lmin, lspan)
+    # The packed form's dtypes: region, launch, phase and op as narrow as their columns.
+    return Words(rows, wkey, wreg.astype(np.int16), wl.astype(np.int32), wph.astype(np.int32),
+                 wop.astype(np.int8), wval, after, last, ck, lmin, lspan)
 
 
 # ---- packed form ------------------------------------------------------------

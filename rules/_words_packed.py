@@ -1,10 +1,14 @@
 """The word table's fast form: one packed int64 key per entry, one in-place sort.
 
-Each entry's (key, launch, phase, row, signal-word bit) is packed into one
-unique int64, so a plain sort gives exactly the order ``_words`` documents,
-without argsorts or gathers of per-entry copies; one numba pass then decides
-"after a wait", decodes the fields and simulates the word values. Returns
-None where the packed key would overflow; ``_words`` then uses its lexsort form.
+Each entry's (key, launch, phase, selected row, signal-word bit) is packed
+into one unique int64, so a plain sort gives exactly the order ``_words``
+documents, without argsorts or gathers of per-entry copies. Returns None where
+the packed key would overflow; ``_words`` then uses its lexsort form.
+
+After the sort the entries of one word sit far apart from their rows, so every
+per-row field an entry needs is first copied into ``info``, one 32-byte line per
+selected row (a few million rows, not the trace's ten): decoding an entry then
+costs one cache miss instead of one per column it reads.
 """
 
 from __future__ import annotations
@@ -13,110 +17,193 @@ import numpy as np
 
 from . import _passes as P
 from ._jit import kernel
-from ._words import NULL64, OP_ADD, Words, _expand, signal_words
+from ._words import NULL64, OP_ADD, Words
+
+K_SIGNAL, K_AMO, K_PUT, K_WRITE, K_GET, K_PUTSIG = P.K_SIGNAL, P.K_AMO, P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG
+K_WEND, OP_SET = P.K_WEND, P.OP_SET
+# info[s, 3] bit fields: payload region, signal-word region, op + 128, payload keeps its op
+# (a scalar signal / amo; bulk words are sets), payload value unknown (get, put_signal).
+_SREG, _OP, _SCALAR, _PNULL = 16, 32, 48, 49
 
 
 @kernel
-def _pack(r1, rm, cnt, ps, kps, key, launch, phase, kmin, lmin, lspan, phmin, nph, n, out):
+def _rows(fill, kind, treg, offset, loffset, ext, sig_region, sig_offset, key, owner, launch, phase,
+          rank, core, value, op, flaglike, length, base, wpr, cp1, kmin, lmin, lspan, phmin, nph, ns,
+          info, pk):
+    # fill False: count selected rows and entries and the key range; True: write info and pk.
+    s = 0
     j = 0
-    for i in range(len(r1)):
-        r = r1[i]
-        ck = (key[r] - kmin) * lspan + (launch[r] - lmin)
-        out[j] = ((ck * nph + (phase[r] - phmin)) * n + r) * 2
-        j += 1
-    for i in range(len(rm)):
-        r = rm[i]
-        base = (key[r] - kmin) * lspan + (launch[r] - lmin)
-        ph = phase[r] - phmin
-        for c in range(cnt[i]):
-            out[j] = (((base + c * lspan) * nph + ph) * n + r) * 2
+    klo = np.int64(2**62)
+    khi = np.int64(-2**62)
+    for i in range(len(kind)):
+        k = kind[i]
+        r = treg[i]
+        c = 0  # payload words
+        scalar = False
+        if r >= 0 and flaglike[r]:
+            if k == K_SIGNAL or k == K_AMO:
+                c = 1
+                scalar = True
+            elif k == K_PUT or k == K_WRITE or k == K_GET or k == K_PUTSIG:
+                o = loffset[i] if k == K_GET else offset[i]
+                if o >= 0:
+                    c = max(min(ext[i], length[r] - o), 0)  # clip: overflow is MT303's
+        sr = sig_region[i] if k == K_PUTSIG else -1
+        sig = sr >= 0 and flaglike[sr]
+        if c == 0 and not sig:
+            continue
+        ks = owner[i] * wpr + base[max(sr, 0)] + sig_offset[i]
+        if not fill:
+            if c > 0:
+                klo = min(klo, key[i])
+                khi = max(khi, key[i] + c - 1)
+            if sig:
+                klo = min(klo, ks)
+                khi = max(khi, ks)
+            s += 1
+            j += c + (1 if sig else 0)
+            continue
+        info[s, 0] = i
+        info[s, 1] = rank[i] * cp1 + core[i]
+        info[s, 2] = value[i]
+        info[s, 3] = ((r & 0xFFFF) | ((sr & 0xFFFF) << _SREG) | ((op[i] + 128) << _OP)
+                      | (np.int64(scalar) << _SCALAR) | (np.int64(k == K_GET or k == K_PUTSIG) << _PNULL))
+        lp = launch[i] - lmin
+        ph = phase[i] - phmin
+        for x in range(c):
+            pk[j] = ((((key[i] + x - kmin) * lspan + lp) * nph + ph) * ns + s) * 2
             j += 1
-    for i in range(len(ps)):
-        r = ps[i]
-        ck = (kps[i] - kmin) * lspan + (launch[r] - lmin)
-        out[j] = ((ck * nph + (phase[r] - phmin)) * n + r) * 2 + 1
-        j += 1
+        if sig:
+            pk[j] = ((((ks - kmin) * lspan + lp) * nph + ph) * ns + s) * 2 + 1
+            j += 1
+        s += 1
+    return s, j, klo, khi
 
 
 @kernel
-def _unpack(pk, n, nph, phmin, lspan, kmin, lmin, gk, grow, rank, core, cp1, rcs,
-            kind, reg, sig_region, op, value, k_signal, k_amo, k_get, k_putsig, op_set, reset, has_reset,
-            o_row, o_key, o_reg, o_launch, o_phase, o_op, o_value, o_ck, o_after, o_last, aw):
+def _wait_keys(fill, kind, key, e2b, words, launch, rank, core, kmin, kmax, lmin, lspan, rcs, cp1, out):
+    # One entry per word a completed-or-not wait_end covers: ((ck, rank/core), row), packed.
+    n = len(kind)
+    j = 0
+    for i in range(n):
+        if kind[i] != K_WEND or key[i] < 0:
+            continue
+        b = e2b[i]
+        nw = 1
+        if b >= 0 and words[b] > 0:
+            nw = words[b]  # a multi-word wait covers each of its words
+        for x in range(nw):
+            wk = key[i] + x
+            if wk < kmin or wk > kmax:
+                continue
+            if fill:
+                out[j] = ((((wk - kmin) * lspan + (launch[i] - lmin)) * rcs + rank[i] * cp1 + core[i])) * n + i
+            j += 1
+    return j
+
+
+@kernel
+def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, gk, grow, info, rcs, reset, has_reset,
+            o_row, o_key, o_reg, o_launch, o_phase, o_op, o_value, o_after, o_last):
+    # Per (ck, phase) group of the sorted pk: decode, move the writes after a wait of
+    # their core on the word behind the others (stable), simulate. pk becomes ck.
     m = len(pk)
     g = len(gk)
+    span = 2 * ns
     ck_lo = kmin * lspan
-    j = 0  # first wait group of this entry's ck
+    buf = np.empty(256, np.int64)  # the after-wait entries of a group, parked (4 fields each)
+    flag = np.empty(64, np.bool_)
+    j = 0
     i = 0
+    cur = np.int64(0)
+    known = False
+    prev_key = np.int64(-1)
     while i < m:
-        grp = pk[i] // (2 * n)  # ck_off * nph + phase
+        grp = pk[i] // span
         ck_off = grp // nph
+        lo_pk = grp * span
+        hi_pk = lo_pk + span
         while j < g and gk[j] < ck_off * rcs:
             j += 1
         jend = j
         while jend < g and gk[jend] < (ck_off + 1) * rcs:
             jend += 1
-        # after_wait: the same (key, launch, rank/core) waited at an earlier row.
         e = i
-        zeros = 0
-        while e < m and pk[e] // (2 * n) == grp:
-            row = (pk[e] >> 1) % n
-            a = False
-            if jend > j:
-                t = ck_off * rcs + rank[row] * cp1 + core[row]
-                k = j + np.searchsorted(gk[j:jend], t)
-                a = k < jend and gk[k] == t and grow[k] < row
-            aw[e] = a
-            if not a:
-                zeros += 1
+        while e < m and pk[e] < hi_pk:
             e += 1
+        if e - i > len(flag):
+            flag = np.empty(2 * (e - i), np.bool_)
+            buf = np.empty(8 * (e - i), np.int64)
+        naw = 0
+        for q in range(i, e):
+            s = (pk[q] - lo_pk) >> 1
+            row = info[s, 0]
+            a = False
+            if jend > j:  # the same (key, launch, rank/core) waited at an earlier row
+                t = ck_off * rcs + info[s, 1]
+                kk = j + np.searchsorted(gk[j:jend], t)
+                a = kk < jend and gk[kk] == t and grow[kk] < row
+            flag[q - i] = a
+            naw += a
+            meta = info[s, 3]
+            v = info[s, 2]
+            opv = ((meta >> _OP) & 0xFF) - 128
+            if pk[q] & 1:
+                o_reg[q] = (meta >> _SREG) & 0xFFFF
+            else:
+                o_reg[q] = meta & 0xFFFF
+                if not (meta >> _SCALAR) & 1:
+                    opv = OP_SET
+                if (meta >> _PNULL) & 1:
+                    v = NULL64
+            o_row[q] = row
+            o_op[q] = opv
+            o_value[q] = v
+        if naw and naw < e - i:  # stable partition: the after-wait entries go last
+            t = 0
+            p = i
+            for q in range(i, e):
+                if flag[q - i]:
+                    buf[4 * t] = o_row[q]
+                    buf[4 * t + 1] = o_reg[q]
+                    buf[4 * t + 2] = o_op[q]
+                    buf[4 * t + 3] = o_value[q]
+                    t += 1
+                else:
+                    o_row[p] = o_row[q]
+                    o_reg[p] = o_reg[q]
+                    o_op[p] = o_op[q]
+                    o_value[p] = o_value[q]
+                    p += 1
+            for x in range(t):
+                o_row[p + x] = buf[4 * x]
+                o_reg[p + x] = buf[4 * x + 1]
+                o_op[p + x] = buf[4 * x + 2]
+                o_value[p + x] = buf[4 * x + 3]
         key = ck_off // lspan + kmin
         la = ck_off % lspan + lmin
         ph = grp % nph + phmin
-        p0 = i
-        p1 = i + zeros
+        last_ck = e == m or pk[e] // span // nph != ck_off
         for q in range(i, e):
-            if aw[q]:
-                pos = p1
-                p1 += 1
+            o_key[q] = key
+            o_launch[q] = la
+            o_phase[q] = ph
+            pk[q] = ck_off + ck_lo
+            if q == 0 or key != prev_key:
+                cur = reset[o_reg[q]]
+                known = has_reset[o_reg[q]]
+                prev_key = key
+            v = o_value[q]
+            if v == NULL64:
+                known = False
+            elif o_op[q] == OP_ADD:
+                cur += v
             else:
-                pos = p0
-                p0 += 1
-            row = (pk[q] >> 1) % n
-            kd = kind[row]
-            if pk[q] & 1:
-                o_reg[pos] = sig_region[row]
-                o_op[pos] = op[row]
-                o_value[pos] = value[row]
-            elif kd == k_signal or kd == k_amo:
-                o_reg[pos] = reg[row]
-                o_op[pos] = op[row]
-                o_value[pos] = value[row]
-            else:
-                o_reg[pos] = reg[row]
-                o_op[pos] = op_set
-                o_value[pos] = NULL64 if (kd == k_get or kd == k_putsig) else value[row]
-            o_row[pos] = row
-            o_key[pos] = key
-            o_launch[pos] = la
-            o_phase[pos] = ph
-            o_ck[pos] = ck_off + ck_lo
+                cur = v
+                known = True
+            o_after[q] = cur if known else NULL64
+            o_last[q] = q + 1 == e and last_ck
         i = e
-    cur = 0
-    known = False
-    for i in range(m):
-        if i == 0 or o_key[i] != o_key[i - 1]:
-            cur = reset[o_reg[i]]
-            known = has_reset[o_reg[i]]
-        v = o_value[i]
-        if v == NULL64:
-            known = False
-        elif o_op[i] == OP_ADD:
-            cur += v
-        else:
-            cur = v
-            known = True
-        o_after[i] = cur if known else NULL64
-        o_last[i] = i + 1 == m or o_key[i + 1] != o_key[i] or o_launch[i + 1] != o_launch[i]
 
 
 def build_packed(trace) -> Words | None:
@@ -126,60 +213,43 @@ def build_packed(trace) -> Words | None:
     kind = trace["kind"]
     rt = P.region_table(trace)
     key = trace.key
-    reg = P.target_region(trace)
-    flaglike = np.where(reg >= 0, rt["flaglike"][np.where(reg >= 0, reg, 0)], False)
-    one = np.isin(kind, (P.K_SIGNAL, P.K_AMO)) & flaglike
-    r1 = np.flatnonzero(one)
-    del one
-    has_get = bool((kind == P.K_GET).any())
-    offset = np.where(kind == P.K_GET, trace["local_offset"], trace["offset"]) if has_get else trace["offset"]
-    rm = np.flatnonzero(np.isin(kind, (P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG)) & flaglike & (offset >= 0))
-    del flaglike
-    room = rt["length"][reg[rm]] - offset[rm]  # clip: overflow is MT303's
-    del offset
-    cnt = np.maximum(np.minimum(P.extent(trace)[rm], room), 0)
-    del room
-    ps, sreg, kps = signal_words(trace, rt)
-    m = len(r1) + int(cnt.sum()) + len(ps)
-    if not m:
-        return None
     launch = trace["launch"]
     lmin = int(launch.min())
     lspan = int(launch.max()) - lmin + 2
     phase_all, _ = P.phases(trace)
     phmin = int(phase_all.min())
     nph = int(phase_all.max()) - phmin + 1
-    has = cnt > 0
-    km = key[rm][has]
-    kmin = min(int(a.min()) for a in (key[r1], km, kps) if len(a))
-    kmax = max(int(a.max()) for a in (key[r1], km + cnt[has] - 1, kps) if len(a))
-    del km, has
     rank, core = trace["rank"], trace["core"]
     cp1 = trace.manifest.cores + 1
     if int(rank.min()) < 0 or int(core.min()) < 0 or int(core.max()) >= cp1:
         return None
     rcs = (int(rank.max()) + 1) * cp1
+    offset = trace["offset"]
+    loffset = trace["local_offset"] if bool((kind == K_GET).any()) else offset
+    cols = (kind, P.target_region(trace), offset, loffset, P.extent(trace), trace["sig_region"],
+            trace["sig_offset"], key, trace.owner, launch, phase_all, rank, core, trace["value"], trace["op"],
+            rt["flaglike"], rt["length"], rt["base"], np.int64(trace.manifest.words_per_rank), np.int64(cp1))
+    spans = (np.int64(lmin), np.int64(lspan), np.int64(phmin), np.int64(nph))
+    none = np.zeros(0, np.int64)
+    ns, m, kmin, kmax = _rows(False, *cols, np.int64(0), *spans, np.int64(1), none.reshape(0, 4), none)
+    if not m:
+        return None
     cspan = (kmax - kmin + 1) * lspan
-    if cspan * nph * n * 2 >= 2**62 or cspan * rcs * n >= 2**62:
+    if cspan * nph * ns * 2 >= 2**62 or cspan * rcs * n >= 2**62:
         return None
 
+    info = np.empty((ns, 4), np.int64)
     pk = np.empty(m, np.int64)
-    _pack(r1, rm, cnt, ps, kps, key, launch, phase_all, kmin, lmin, lspan, phmin, nph, n, pk)
-    del r1, rm, cnt, ps, kps
+    _rows(True, *cols, np.int64(kmin), *spans, np.int64(ns), info, pk)
+    del cols
     pk.sort()
 
-    # Wait groups (ck, rank/core) with their first row; a multi-word wait covers each word.
-    we = np.flatnonzero((kind == P.K_WEND) & (key >= 0))
+    # Wait groups (ck, rank/core) with their first row.
     _, e2b = P.wait_pairs(trace)
-    nw = trace["words"].astype(np.int64)[np.maximum(e2b[we], 0)]
-    nw = np.where((e2b[we] >= 0) & (nw > 0), nw, 1)
-    wk, wsrc = _expand(key[we], nw)
-    we = we[wsrc]
-    ok = (wk >= kmin) & (wk <= kmax)
-    wk, we = wk[ok], we[ok]
-    wp = (((wk - kmin) * lspan + (launch[we].astype(np.int64) - lmin)) * rcs
-          + rank[we].astype(np.int64) * cp1 + core[we]) * n + we
-    del wk, we, wsrc, nw, ok
+    wargs = (kind, key, e2b, trace["words"], launch, rank, core, np.int64(kmin), np.int64(kmax),
+             np.int64(lmin), np.int64(lspan), np.int64(rcs), np.int64(cp1))
+    wp = np.empty(_wait_keys(False, *wargs, none), np.int64)
+    _wait_keys(True, *wargs, wp)
     wp.sort()
     wg = wp // n
     first = np.ones(len(wp), bool)
@@ -187,12 +257,10 @@ def build_packed(trace) -> Words | None:
     gk, grow = wg[first], wp[first] % n
     del wp, wg, first
 
-    o = [np.empty(m, np.int64) for _ in range(9)]
+    row, wkey, value, after = (np.empty(m, np.int64) for _ in range(4))
+    reg, wl, wph, op = np.empty(m, np.int16), np.empty(m, np.int32), np.empty(m, np.int32), np.empty(m, np.int8)
     last = np.empty(m, bool)
-    aw = np.empty(m, bool)
-    value = trace["value"]
-    _unpack(pk, n, nph, phmin, lspan, kmin, lmin, gk, grow, rank, core, cp1, rcs,
-            kind, reg, trace["sig_region"], trace["op"], value, P.K_SIGNAL, P.K_AMO, P.K_GET, P.K_PUTSIG,
-            P.OP_SET, rt["reset"], rt["has_reset"], *o, last, aw)
-    row, wkey, wreg, wl, wph, wop, wval, ck, after = o
-    return Words(row, wkey.astype(key.dtype, copy=False), wreg, wl, wph, wop, wval, after, last, ck, lmin, lspan)
+    _unpack(pk, np.int64(ns), np.int64(nph), np.int64(phmin), np.int64(lspan), np.int64(kmin), np.int64(lmin),
+            gk, grow, info, np.int64(rcs), rt["reset"], rt["has_reset"],
+            row, wkey, reg, wl, wph, op, value, after, last)
+    return Words(row, wkey, reg, wl, wph, op, value, after, last, pk, lmin, lspan)
