@@ -34,14 +34,15 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ingest.dataset import (EVENTS_DIR, MANIFEST_FILE, REPORT_FILE, CoreReport, IngestReport,  # noqa: E402
-                            SourceReport)
-from ingest.writer import conform, write_events  # noqa: E402
+from ingest.dataset import (BLOCK_EVENTS, EVENTS_DIR, MANIFEST_FILE, REPORT_FILE, CoreReport,  # noqa: E402
+                            IngestReport, SourceReport)
+from ingest.writer import conform, cut_blocks, launch_counts, row_cuts, write_events  # noqa: E402
 from ingest.manifest import Manifest  # noqa: E402
 from ingest.rings import write_ring_file  # noqa: E402
 
 CACHE = ROOT / "bench" / "cache"
-VERSION = 1  # bump when the recipe changes: the cache key includes it
+VERSION = 2  # bump when the recipe or the layout changes: the cache key includes it (2: blocks)
+PIECE_VERSION = 1  # bump when the simulated pieces change
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def _piece(rec: Recipe, seed: int, faults: tuple[str, ...]) -> Path:
     from kernels.base import Params
 
     tag = "-".join(faults) or "clean"
-    d = CACHE / "pieces" / f"v{VERSION}_{rec.protocol}_{seed}_{tag}"
+    d = CACHE / "pieces" / f"v{PIECE_VERSION}_{rec.protocol}_{seed}_{tag}"
     if not (d / "dataset" / REPORT_FILE).exists():
         shutil.rmtree(d, ignore_errors=True)
         print(f"simulating {d.name} ...", file=sys.stderr)
@@ -116,12 +117,13 @@ def build(protocol: str, events: int) -> Path:
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "rings").mkdir(parents=True)
-    report = IngestReport()
+    report = IngestReport(blocks=_blocks(order, manifests))
     for rank in range(manifest.ranks):
         table = _assemble_rank(order, manifests, remap, rank)
         d = tmp / "dataset" / EVENTS_DIR / f"rank={rank}"
         d.mkdir(parents=True)
-        write_events(table, d / "part-0.parquet")
+        cuts = row_cuts(table.column("core").to_numpy(), table.column("launch").to_numpy(), report.blocks)
+        write_events(table, d / "part-0.parquet", cuts)
         write_ring_file(tmp / "rings" / f"rank{rank:02d}.mtr", table, manifest)
         core = table.column("core").to_numpy()
         report.sources.append(SourceReport(f"assembled:rank{rank}", "simulator", len(core), len(core)))
@@ -138,6 +140,18 @@ def build(protocol: str, events: int) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return out
+
+
+def _blocks(order, manifests) -> list:
+    """The writer's blocks for the assembled trace: each copy's launch counts, shifted as assembled."""
+    vals, counts, launch_off = [], [], 0
+    for p, m in zip(order, manifests):
+        files = sorted((p / EVENTS_DIR).glob("rank=*/part-0.parquet"))
+        v, c = launch_counts([pq.read_table(f, columns=["launch"], partitioning=None).column(0) for f in files])
+        vals.append(v + launch_off)
+        counts.append(c)
+        launch_off += int(m.param("rounds", 1))
+    return cut_blocks(np.concatenate(vals), np.concatenate(counts), BLOCK_EVENTS)
 
 
 def _assemble_rank(order, manifests, remap, rank: int) -> pa.Table:

@@ -7,6 +7,13 @@ Layout::
       ingest.json                   the ingest report (counts per source and per (rank, core))
       events/rank=R/part-0.parquet  rank R's events in (core, seq) order
 
+A large trace is cut into *blocks*: runs of whole launches of about
+``BLOCK_EVENTS`` events across all ranks, listed in the ingest report.  In a
+trace of several blocks every row group holds one (core, block) run, so a
+window of blocks reads exactly its row groups (by their launch statistics),
+still in (core, seq) order.  That lets the analyzer hold a window of launches
+in memory instead of the whole trace.
+
 This module is the layout, the ingest report and the read side; the writer
 (``ingest.writer``) stages everything in a hidden sibling directory and renames
 it into place at the end, so an interrupted or failed ingest leaves nothing behind.
@@ -30,6 +37,9 @@ from .manifest import Manifest
 EVENTS_DIR = "events"
 REPORT_FILE = "ingest.json"
 MANIFEST_FILE = "manifest.json"
+# Events per block (all ranks): small enough that a window of a few blocks is a
+# modest fraction of a 100 M event trace, large enough to keep row groups big.
+BLOCK_EVENTS = 1 << 20
 
 
 @dataclass
@@ -62,11 +72,24 @@ class CoreReport:
                 "first_seq": self.first_seq, "last_seq": self.last_seq}
 
 
+@dataclass(frozen=True)
+class Block:
+    """Launches [launch_lo, launch_hi] (inclusive) of every rank: ``events`` rows in all."""
+
+    launch_lo: int
+    launch_hi: int
+    events: int
+
+    def to_json(self) -> dict:
+        return {"launch_lo": self.launch_lo, "launch_hi": self.launch_hi, "events": self.events}
+
+
 @dataclass
 class IngestReport:
     sources: list[SourceReport] = field(default_factory=list)
     cores: list[CoreReport] = field(default_factory=list)
     ranks_missing: list[int] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)  # ascending launches; empty: one block, all
 
     @property
     def events_in(self) -> int:
@@ -84,7 +107,8 @@ class IngestReport:
         return {"format": DATASET_FORMAT, "events_in": self.events_in, "rows_out": self.rows_out,
                 "lost": self.lost, "ranks_missing": self.ranks_missing,
                 "sources": [s.to_json() for s in self.sources],
-                "cores": [c.to_json() for c in self.cores]}
+                "cores": [c.to_json() for c in self.cores],
+                "blocks": [b.to_json() for b in self.blocks]}
 
     @classmethod
     def from_json(cls, doc: dict) -> "IngestReport":
@@ -93,6 +117,8 @@ class IngestReport:
             rep.sources.append(SourceReport(s["path"], s["format"], s["events_in"], s["rows_out"], s["lost"]))
         for c in doc.get("cores", []):
             rep.cores.append(CoreReport(c["rank"], c["core"], c["rows"], c["lost"], c["first_seq"], c["last_seq"]))
+        for b in doc.get("blocks", []):
+            rep.blocks.append(Block(int(b["launch_lo"]), int(b["launch_hi"]), int(b["events"])))
         return rep
 
 
@@ -145,43 +171,94 @@ class Dataset:
             return pa.Table.from_arrays([pa.array([], COLUMN[c].type) for c in cols], names=cols)
         return pa.concat_tables(parts)
 
-    def arrays(self, columns: Sequence[str], ranks: Iterable[int] | None = None) -> dict[str, np.ndarray]:
+    @property
+    def blocks(self) -> list[Block]:
+        """The trace's blocks; empty when it was written as one (small, or before blocks existed)."""
+        return self.report.blocks if len(self.report.blocks) > 1 else []
+
+    def arrays(self, columns: Sequence[str], ranks: Iterable[int] | None = None,
+               blocks: tuple[int, int] | None = None) -> dict[str, np.ndarray]:
         """Columns as numpy arrays of the contract's types, nulls as each column's sentinel.
 
-        Filled row group by row group into preallocated arrays: only one row
-        group is ever held as arrow, where concatenating whole tables and then
-        converting held the dataset twice (arrow, filled copy) beside the result.
+        ``blocks=(k0, k1)``: only the launches of blocks k0..k1-1, still in
+        (rank, core, seq) order.  Filled row group by row group into
+        preallocated arrays: only one row group is ever held as arrow, where
+        concatenating whole tables and then converting held the dataset twice.
         """
         cols = list(dict.fromkeys(columns))
-        files = [self.files[r] for r in (self.ranks if ranks is None else ranks) if r in self.files]
-        readers = []
-        for p in files:
-            try:
-                readers.append((p, pq.ParquetFile(p)))
-            except (OSError, pa.ArrowException) as e:
-                raise TraceError(p, "", f"unreadable parquet: {e}") from None
-        n = sum(f.metadata.num_rows for _, f in readers)
+        window = self._launch_window(blocks)
+        plans = []  # per file: (path, file, groups, row mask or None)
+        for r in (self.ranks if ranks is None else ranks):
+            if r in self.files:
+                plans.append(self._plan_file(self.files[r], window))
+        n = sum(f.metadata.num_rows if m is None and len(g) == f.num_row_groups else
+                (sum(f.metadata.row_group(i).num_rows for i in g) if m is None else int(m.sum()))
+                for _, f, g, m in plans)
         out = {c: np.empty(n, dtype=object if COLUMN[c].type == pa.string() else COLUMN[c].type.to_pandas_dtype())
                for c in cols}
         pos = 0
-        for p, f in readers:
-            for g in range(f.num_row_groups):
-                try:
-                    t = f.read_row_group(g, columns=cols)
-                except (OSError, pa.ArrowException, KeyError) as e:
-                    raise TraceError(p, "", f"unreadable parquet: {e}") from None
-                for c in cols:
-                    i = pos
-                    numeric = COLUMN[c].type != pa.string()
-                    for chunk in t.column(c).chunks:
-                        if numeric and chunk.null_count == len(chunk):
-                            out[c][i:i + len(chunk)] = COLUMN[c].numpy_null  # all null: nothing to decode
-                        else:
-                            out[c][i:i + len(chunk)] = to_numpy(chunk, c)
-                        i += len(chunk)
-                pos += t.num_rows
-                del t
+        for p, f, groups, mask in plans:
+            if not groups:
+                continue
+            try:
+                # One call per file: per-group calls cost ~1 ms each, and blocked files have hundreds.
+                t = f.read_row_groups(groups, columns=cols)
+            except (OSError, pa.ArrowException, KeyError) as e:
+                raise TraceError(p, "", f"unreadable parquet: {e}") from None
+            if mask is not None:
+                t = t.filter(pa.array(mask))
+            end = pos + t.num_rows
+            for c in cols:
+                col = t.column(c)
+                if col.null_count == len(col) and COLUMN[c].type != pa.string():
+                    out[c][pos:end] = COLUMN[c].numpy_null  # all null: nothing to decode
+                else:
+                    out[c][pos:end] = to_numpy(col, c)
+            pos = end
+            del t
         return out
+
+    def _launch_window(self, blocks: tuple[int, int] | None) -> tuple[int, int] | None:
+        if blocks is None or not self.blocks:
+            return None
+        k0, k1 = blocks
+        if not 0 <= k0 < k1 <= len(self.blocks):
+            raise ValueError(f"block window {blocks} outside 0..{len(self.blocks)}")
+        if (k0, k1) == (0, len(self.blocks)):
+            return None
+        return self.blocks[k0].launch_lo, self.blocks[k1 - 1].launch_hi
+
+    def _plan_file(self, p: Path, window: tuple[int, int] | None):
+        """(path, file, row groups, row mask or None): what of one file a launch window needs.
+
+        The writer cuts groups at block edges, so a mask (over the rows of the
+        chosen groups) appears only for datasets written otherwise; it keeps
+        the read correct, not fast.
+        """
+        try:
+            f = pq.ParquetFile(p)
+        except (OSError, pa.ArrowException) as e:
+            raise TraceError(p, "", f"unreadable parquet: {e}") from None
+        if window is None:
+            return p, f, list(range(f.num_row_groups)), None
+        lo, hi = window
+        li = f.schema_arrow.get_field_index("launch")
+        groups, masks, partial = [], [], False
+        for g in range(f.num_row_groups):
+            meta = f.metadata.row_group(g)
+            st = meta.column(li).statistics
+            if st is not None and st.has_min_max:
+                if st.max < lo or st.min > hi:
+                    continue
+                if lo <= st.min and st.max <= hi:
+                    groups.append(g)
+                    masks.append(np.ones(meta.num_rows, bool))
+                    continue
+            launch = to_numpy(f.read_row_group(g, columns=["launch"]).column(0), "launch")
+            groups.append(g)
+            masks.append((launch >= lo) & (launch <= hi))
+            partial = True
+        return p, f, groups, (np.concatenate(masks) if partial else None)
 
 
 def to_numpy(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .dataset import IngestReport, SourceReport
+from .dataset import BLOCK_EVENTS, IngestReport, SourceReport
 from .writer import DatasetWriter, conform
 from .sources import Chunk, resolve
 
@@ -21,14 +21,17 @@ ProgressFn = Callable[[str, int], None]
 
 
 def ingest(inputs: Sequence[Path | str], out: Path | str, *, force: bool = False,
-           progress: ProgressFn | None = None) -> IngestReport:
+           progress: ProgressFn | None = None, block_events: int = BLOCK_EVENTS) -> IngestReport:
     """Validate every input and write the dataset ``out`` atomically.
+
+    ``block_events``: how many events of all ranks make a block (the unit the
+    analyzer windows a large trace by; see ``ingest.dataset``).
 
     Raises ``TraceError`` on bad input, with nothing left at ``out`` (an
     existing dataset replaced with ``force`` survives a failed ingest).
     """
     manifest, sources = resolve(inputs)
-    writer = DatasetWriter(out, manifest, overwrite=force)
+    writer = DatasetWriter(out, manifest, overwrite=force, block_events=block_events)
     for src in sources:
         # One report per source even where a reader yields several chunks
         # (a ring dump holds one ring per core).

@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .contract import COLUMNS, SCHEMA
-from .dataset import EVENTS_DIR, MANIFEST_FILE, REPORT_FILE, CoreReport, IngestReport, SourceReport
+from .dataset import (BLOCK_EVENTS, EVENTS_DIR, MANIFEST_FILE, REPORT_FILE, Block, CoreReport, IngestReport,
+                      SourceReport)
 from .errors import TraceError
 from .manifest import Manifest
 
@@ -41,10 +42,15 @@ class DatasetWriter:
     across all sources, writes, and renames the staging directory into place.
     """
 
-    def __init__(self, out: str | Path, manifest: Manifest, overwrite: bool = False):
+    def __init__(self, out: str | Path, manifest: Manifest, overwrite: bool = False,
+                 block_events: int = BLOCK_EVENTS):
         self.out = Path(out)
         self.manifest = manifest
         self.overwrite = overwrite
+        if block_events < 1:
+            raise ValueError("block_events must be positive")
+        self.block_events = block_events
+        self._rows = 0
         if self.out.exists() and not overwrite:
             raise TraceError(self.out, "", "output already exists (use --force to replace it)")
         self._by_rank: dict[int, list[pa.Table]] = {}
@@ -54,7 +60,8 @@ class DatasetWriter:
         # release the GIL): speculatively as soon as a source adds a rank, so
         # the next source decodes while this one compresses. A rank that gets
         # more rows later is encoded again at commit; results are used in rank
-        # order, so errors are the same as a sequential write.
+        # order, so errors are the same as a sequential write.  Only while the
+        # trace still fits one block: a larger one is cut into blocks at commit.
         self._pool: ThreadPoolExecutor | None = None
         self._spec: dict[int, tuple[int, Future]] = {}
 
@@ -63,7 +70,7 @@ class DatasetWriter:
             self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
                                             thread_name_prefix="moetrace-write")
         parts = list(self._by_rank[rank])
-        fut = self._pool.submit(self._encode_rank, rank, parts)
+        fut = self._pool.submit(self._encode_rank, rank, parts, self.report.blocks)
         self._spec[rank] = (len(parts), fut)
         return fut
 
@@ -89,6 +96,7 @@ class DatasetWriter:
             source.lost += int(k)
         if n == 0:
             return
+        self._rows += n
         ranks = table.column("rank").to_numpy()
         touched = []
         if ranks.min() == ranks.max():
@@ -107,6 +115,11 @@ class DatasetWriter:
                 part = table.slice(s, e - s) if in_order else table.take(order[s:e])
                 self._by_rank.setdefault(r, []).append(part)
                 touched.append(r)
+        if self._rows > self.block_events:
+            for _, fut in self._spec.values():
+                fut.cancel()
+            self._spec.clear()
+            return
         for r in touched:
             spec = self._spec.pop(r, None)
             if spec is None:
@@ -141,10 +154,12 @@ class DatasetWriter:
         (stage / EVENTS_DIR).mkdir()
         cores: dict[tuple[int, int], CoreReport] = {}
         ranks = sorted(self._by_rank)
+        self.report.blocks = cut_blocks(*launch_counts([t.column("launch") for r in ranks
+                                                        for t in self._by_rank[r]]), self.block_events)
         futures = {}
         for rank in ranks:
             spec = self._spec.get(rank)
-            ok = spec is not None and spec[0] == len(self._by_rank[rank])
+            ok = spec is not None and spec[0] == len(self._by_rank[rank]) and len(self.report.blocks) <= 1
             futures[rank] = spec[1] if ok else self._submit(rank)
         try:
             for rank in ranks:
@@ -175,8 +190,9 @@ class DatasetWriter:
         self.manifest.dump(stage / MANIFEST_FILE)
         (stage / REPORT_FILE).write_text(json.dumps(self.report.to_json(), indent=2) + "\n")
 
-    def _encode_rank(self, rank: int, parts: list[pa.Table]) -> tuple[pa.Buffer, list[CoreReport], int]:
-        """Order, check and encode one rank (runs in a worker thread)."""
+    def _encode_rank(self, rank: int, parts: list[pa.Table],
+                     blocks: list[Block]) -> tuple[pa.Buffer, list[CoreReport], int]:
+        """Order, check and encode one rank (runs in a worker thread); a row group per (core, block)."""
         table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
         del parts
         table = self._order_and_check(table)
@@ -188,8 +204,9 @@ class DatasetWriter:
         reports = [CoreReport(rank, int(core[s]), int(e - s), 0, int(seq[s]), int(seq[e - 1]))
                    for s, e in zip(starts, ends)]
         table = table.drop_columns([_SRC, _POS])
+        cuts = row_cuts(core, _column_numpy(table, "launch"), blocks)
         sink = pa.BufferOutputStream()
-        write_events(table, sink)
+        write_events(table, sink, cuts)
         return sink.getvalue(), reports, table.num_rows
 
     def _order_and_check(self, table: pa.Table) -> pa.Table:
@@ -246,14 +263,69 @@ def conform(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=SCHEMA)
 
 
-def write_events(table: pa.Table, path) -> None:
+def write_events(table: pa.Table, path, cuts: np.ndarray | None = None) -> None:
     """Write events to a parquet file (a path or a pyarrow output stream).
 
-    The encoder, not the codec, is the cost (bench/RESULTS.md): lz4 is about 6%
-    faster than zstd level 1 for 0.2 more bytes per event, far inside budget.
+    ``cuts``: rows where a new row group must start (block edges), besides
+    every ``_ROW_GROUP`` rows.  The encoder, not the codec, is the cost
+    (bench/RESULTS.md): lz4 is about 6% faster than zstd level 1 for 0.2 more
+    bytes per event, far inside budget.
     """
     enc = {name: "DELTA_BINARY_PACKED" for name in _DELTA}
     dict_cols = [c.name for c in COLUMNS if c.name not in enc]
-    pq.write_table(table, path, compression="lz4",
-                   use_dictionary=dict_cols, column_encoding=enc,
-                   row_group_size=_ROW_GROUP, write_statistics=["rank", "core", "seq", "launch", "kind"])
+    opts = dict(compression="lz4", use_dictionary=dict_cols, column_encoding=enc,
+                write_statistics=["rank", "core", "seq", "launch", "kind"])
+    if cuts is None or not len(cuts):
+        pq.write_table(table, path, row_group_size=_ROW_GROUP, **opts)
+        return
+    edges = np.concatenate(([0], cuts, [table.num_rows]))
+    with pq.ParquetWriter(path, table.schema, **opts) as w:
+        for s, e in zip(edges[:-1].tolist(), edges[1:].tolist()):
+            w.write_table(table.slice(s, e - s), row_group_size=_ROW_GROUP)
+
+
+def launch_counts(launches: list[pa.ChunkedArray]) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct launch values of some columns, ascending, with how many rows hold each."""
+    vals, counts = [], []
+    for col in launches:
+        a = col.chunk(0).to_numpy() if col.num_chunks == 1 else col.to_numpy()
+        if not len(a):
+            continue
+        lo, hi = int(a.min()), int(a.max())
+        if hi - lo < 1 << 22:  # launch indices are dense: count without sorting
+            c = np.bincount(a - lo)
+            nz = np.flatnonzero(c)
+            vals.append(nz + lo)
+            counts.append(c[nz])
+        else:
+            v, c = np.unique(a, return_counts=True)
+            vals.append(v)
+            counts.append(c)
+    if not vals:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    v, inv = np.unique(np.concatenate(vals), return_inverse=True)
+    return v.astype(np.int64), np.bincount(inv, weights=np.concatenate(counts)).astype(np.int64)
+
+
+def cut_blocks(values: np.ndarray, counts: np.ndarray, target: int) -> list[Block]:
+    """Cut launches into runs of at least ``target`` events (the last may be smaller).
+
+    A block is whole launches of every rank, so a window of blocks holds each
+    launch it touches complete on every core.
+    """
+    out, start, acc = [], 0, 0
+    for i in range(len(values)):
+        acc += int(counts[i])
+        if acc >= target or i == len(values) - 1:
+            out.append(Block(int(values[start]), int(values[i]), acc))
+            start, acc = i + 1, 0
+    return out
+
+
+def row_cuts(core: np.ndarray, launch: np.ndarray, blocks: list[Block]) -> np.ndarray | None:
+    """Rows of a (core, seq)-ordered rank where a row group must start: each (core, block) run its own."""
+    if len(blocks) <= 1:
+        return None
+    his = np.array([b.launch_hi for b in blocks], np.int64)
+    block = np.searchsorted(his, launch, side="left")
+    return np.flatnonzero((core[1:] != core[:-1]) | (block[1:] != block[:-1])) + 1
