@@ -5,6 +5,7 @@ Keys (the same in both files; moetrace.toml has them at top level)::
     select   = ["MT1", "stale-flag"]   # codes, code prefixes, family names or "ALL"; default all
     ignore   = ["MT402"]
     fail-on  = "error"                 # error | warning | note | never
+    window-events = 8388608            # traces larger than this are diagnosed a window at a time
     [severity]                         # selector -> level; the most specific selector wins
     MT402 = "warning"
     [options.MT401]                    # per-rule options, checked against Rule.options
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from .windows import WINDOW_EVENTS
+
 if TYPE_CHECKING:  # pragma: no cover
     from rules.base import Rule
 
@@ -31,7 +34,7 @@ LEVELS = ("error", "warning", "note")
 FAIL_ON = LEVELS + ("never",)
 FAMILIES = ("hang", "stale-flag", "capacity-truncation", "missing-drain", "invalid-expert-id")
 CONFIG_FILES = ("moetrace.toml", "pyproject.toml")  # first found in a directory wins
-_KEYS = ("select", "ignore", "severity", "options", "fail-on")
+_KEYS = ("select", "ignore", "severity", "options", "fail-on", "window-events")
 _CODE_PREFIX = re.compile(r"^MT[0-9]{0,3}$")
 
 
@@ -56,6 +59,7 @@ class Config:
     severity: Mapping[str, str] = field(default_factory=dict)
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     fail_on: str = "error"
+    window_events: int = WINDOW_EVENTS  # a larger trace is diagnosed a window of launches at a time
     path: Path | None = None  # the file it came from, for error messages
     cli: tuple[str, ...] = ()  # selectors given on the command line, so errors name the right place
 
@@ -103,7 +107,8 @@ class Config:
         return {**dict(rule.options), **dict(self.options.get(rule.code, {}))}
 
     def with_overrides(self, select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
-                       fail_on: str | None = None, where: str = "command line") -> "Config":
+                       fail_on: str | None = None, window_events: int | None = None,
+                       where: str = "command line") -> "Config":
         """Command-line values: --select replaces the file's select, --ignore adds to its ignore."""
         out = self
         if select:
@@ -114,6 +119,8 @@ class Config:
             out = replace(out, ignore=out.ignore + ign, cli=out.cli + ign)
         if fail_on is not None:
             out = replace(out, fail_on=_level(fail_on, where, "--fail-on", FAIL_ON))
+        if window_events is not None:
+            out = replace(out, window_events=_positive(window_events, where, "--window-events"))
         return out
 
 
@@ -220,7 +227,14 @@ def parse_config(table: Mapping[str, Any], path: str | Path | None = None, prefi
         if not isinstance(opts, Mapping):
             raise ConfigError(path, f"{prefix}options.{code}", "must be a table of option = value")
         options[code] = dict(opts)
-    return Config(select, ignore, severity, options, fail_on, None if path is None else Path(path))
+    window = _positive(table.get("window-events", WINDOW_EVENTS), path, prefix + "window-events")
+    return Config(select, ignore, severity, options, fail_on, window, None if path is None else Path(path))
+
+
+def _positive(value: Any, path, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(path, key, f"must be a positive integer, not {value!r}")
+    return value
 
 
 def _selectors(value: Any, path, key: str) -> tuple[str, ...]:

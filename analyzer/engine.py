@@ -24,6 +24,7 @@ the manifest's sites), and links causes.  How causes become root causes:
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -174,14 +175,35 @@ def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = 
 
 
 def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[type["Rule"]]) -> Report:
+    from ingest.dataset import Dataset
+
+    from .windows import plan
+
+    ds = Dataset(dataset)
+    total = ds.num_rows()
+    windows = plan(ds.blocks, config.window_events, total)
+    # MOETRACE_PROFILE=1: one stderr line per rule (check, then evidence), for bench/perf.py's profile.
+    prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
+    drafts: list[Finding] = []
+    for w in windows:
+        drafts.extend(_run_window(ds, w, config, selected, prof))
+        if len(windows) > 1:
+            gc.collect()  # rules' caches hang off the view in cycles: free its arrays before the next
+    lost = sorted((c.rank, c.core, c.lost) for c in ds.report.cores if c.lost)
+    info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=ds.manifest.protocol,
+                     ranks=ds.manifest.ranks, cores=ds.manifest.cores, events=total,
+                     ranks_missing=tuple(ds.report.ranks_missing), lost=tuple(lost))
+    return Report(link(drafts), info, tuple(selected), config)
+
+
+def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof) -> list[Finding]:
+    """Run every selected rule on one window; the findings it owns, evidence resolved."""
     from rules.base import RuleContext
     from rules.trace import TraceView
 
-    trace = TraceView.open(dataset)
-    drafts: list[Finding] = []
+    trace = TraceView(ds, blocks=window.blocks)
     by_code = {r.code: r for r in selected}
-    # MOETRACE_PROFILE=1: one stderr line per rule (check, then evidence), for bench/perf.py's profile.
-    prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
+    out: list[Finding] = []
     for rule in selected:
         ctx = RuleContext(options=config.options_for(rule))
         try:
@@ -190,13 +212,20 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
             raise RuleError(rule.code, e) from e
         prof and prof.mark(f"{rule.code} check ({len(hits)} hits)")
         for hit in hits:
-            drafts.append(_finding(hit, by_code.get(hit.code, rule), config, trace))
+            if _owns(window, hit, trace):
+                out.append(_finding(hit, by_code.get(hit.code, rule), config, trace))
         prof and prof.mark(f"{rule.code} evidence")
-    info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=trace.manifest.protocol,
-                     ranks=trace.manifest.ranks, cores=trace.manifest.cores, events=int(trace.n),
-                     ranks_missing=tuple(trace.ranks_missing),
-                     lost=tuple((r, c, n) for (r, c), n in sorted(trace.lost_by_core.items())))
-    return Report(link(drafts), info, tuple(selected), config)
+    return out
+
+
+def _owns(window, hit: "Hit", trace: "TraceView") -> bool:
+    """Is the hit this window's to report: is its primary event (else its launch) in the main blocks?"""
+    if window.launch_lo is None:
+        return True
+    if hit.rows:
+        return window.owns(int(trace.col("launch")[hit.rows[0][1]]))
+    at = hit.location.get("launch")
+    return window.owns(None if at is None else int(at))
 
 
 class _Profile:

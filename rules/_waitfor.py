@@ -16,16 +16,15 @@ wait_begin / barrier_begin, MT104 the smallest wait_begin of the cycle.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 
 from ingest.contract import Cmp, Kind
 
 from . import _waitfor_barriers as barriers
+from ._passes import cached
 from ._waitfor_build import Builder
 from ._waitfor_producers import Verdict
 
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -127,11 +126,7 @@ def class_of(trace, n: Node) -> tuple:
 
 def analyze(trace) -> WaitFor:
     """The wait-for analysis of ``trace``, memoized on the TraceView object."""
-    got = _CACHE.get(trace)
-    if got is None:
-        got = _analyze(trace)
-        _CACHE[trace] = got
-    return got
+    return cached(trace, "waitfor", lambda: _analyze(trace))
 
 
 def _analyze(trace) -> WaitFor:

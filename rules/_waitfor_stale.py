@@ -11,18 +11,16 @@ its slot before this one left the slot off its reset value (MT202 says so).
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from ingest.contract import Kind, Outcome, Role
 
-_HITS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+from ._passes import cached
 
 
 def hits_of(trace, code: str) -> list:
     """Another rule's hits on this trace, computed once per TraceView (default options)."""
-    per = _HITS.setdefault(trace, {})
+    per = cached(trace, "hits_of", dict)
     if code not in per:
         from . import registry
         from .base import RuleContext
@@ -34,7 +32,7 @@ def hits_of(trace, code: str) -> list:
 
 def not_reset(trace) -> dict:
     """MT202 hits by (owner rank, region id, launch) -> (key, word offsets or None when truncated)."""
-    per = _HITS.setdefault(trace, {})
+    per = cached(trace, "hits_of", dict)
     if "_not_reset" not in per:
         names = {r.name: i for i, r in enumerate(trace.manifest.regions)}
         out: dict = {}

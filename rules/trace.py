@@ -1,7 +1,9 @@
 """The trace as rules see it: integer numpy columns plus shared derived arrays.
 
 Rows are in dataset order: ranks ascending, each rank in (core, seq) order,
-so a per-core pass needs no sort.  Columns load on first use and stay cached;
+so a per-core pass needs no sort.  A view may hold a window of the trace's
+blocks (whole launches of every rank, ``ingest.dataset``): then rows are that
+window's, in the same order, and the analyzer decides which hits it keeps.  Columns load on first use and stay cached;
 derived arrays (segments, owner, element keys) are computed once and shared
 by every rule.  Nulls are each column's sentinel (``contract.Column.numpy_null``).
 """
@@ -20,8 +22,9 @@ from ._jit import kernel
 
 
 class TraceView:
-    def __init__(self, dataset: Dataset):
+    def __init__(self, dataset: Dataset, blocks: tuple[int, int] | None = None):
         self.dataset = dataset
+        self.blocks = blocks  # the window (k0, k1) of dataset.blocks held, or None: all
         self.manifest = dataset.manifest
         self.report = dataset.report
         self._cols: dict[str, np.ndarray] = {}
@@ -35,7 +38,7 @@ class TraceView:
         """Load several columns in one read of the parquet files."""
         missing = [n for n in dict.fromkeys(names) if n not in self._cols]
         if missing:
-            self._cols.update(self.dataset.arrays(missing))
+            self._cols.update(self.dataset.arrays(missing, blocks=self.blocks))
 
     def col(self, name: str) -> np.ndarray:
         if name not in self._cols:

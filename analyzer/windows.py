@@ -1,0 +1,75 @@
+"""Windows: how a large trace is diagnosed a few blocks at a time.
+
+A trace of more than ``window_events`` events, written in blocks (whole
+launches of every rank, ``ingest.dataset``), is diagnosed window by window so
+that memory follows the window, not the trace.  Each window's *main* blocks
+hold about ``window_events`` events; it also reads one block before them and
+one after, so a rule judging an event in the main blocks sees the round before
+it (a reset that did not happen, a value left from the last round) and the
+round after it (a peer one launch ahead, a reset made late).  A window keeps
+the hits whose primary event (their first) lies in its main blocks: each hit
+is reported by exactly one window, the one that saw it with its neighbours.
+Windows are independent, so they can run in parallel.
+
+What a window cannot see: history older than one block.  A word written
+once and then read for more than a block of launches without being written
+again is judged without its writer; the protocols this tool knows write every
+flag they wait on each round, so this only matters for traces that do not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+# Large enough that a typical training step's trace is one window; small
+# enough that a 100 M event trace needs a few GiB, not tens.
+WINDOW_EVENTS = 8 << 20
+
+
+@dataclass(frozen=True)
+class Window:
+    """Blocks [read_lo, read_hi) are read; hits whose first event's launch is in [launch_lo, launch_hi] are kept.
+
+    ``launch_lo`` None: the window is the whole trace and keeps every hit.
+    """
+
+    read_lo: int
+    read_hi: int
+    launch_lo: int | None
+    launch_hi: int | None
+    events: int  # rows read, context included
+    last: bool = True  # the trace's last window: it keeps hits that name no event
+
+    @property
+    def blocks(self) -> tuple[int, int] | None:
+        return None if self.launch_lo is None else (self.read_lo, self.read_hi)
+
+    def owns(self, launch: int | None) -> bool:
+        if self.launch_lo is None:
+            return True
+        if launch is None:
+            return self.last
+        return self.launch_lo <= launch <= self.launch_hi
+
+
+def plan(blocks: Sequence, window_events: int, total: int) -> list[Window]:
+    """Windows over ``blocks`` (``ingest.dataset.Block``), each with at least one main block.
+
+    One window for the whole trace when it fits ``window_events`` or has no
+    blocks (then ``total`` rows are read).
+    """
+    if len(blocks) <= 1 or total <= window_events:
+        return [Window(0, max(len(blocks), 1), None, None, total)]
+    out: list[Window] = []
+    k = 0
+    while k < len(blocks):
+        hi, acc = k + 1, blocks[k].events
+        while hi < len(blocks) and acc + blocks[hi].events <= window_events:
+            acc += blocks[hi].events
+            hi += 1
+        lo, top = max(k - 1, 0), min(hi + 1, len(blocks))
+        events = sum(b.events for b in blocks[lo:top])
+        out.append(Window(lo, top, blocks[k].launch_lo, blocks[hi - 1].launch_hi, events, hi == len(blocks)))
+        k = hi
+    return out

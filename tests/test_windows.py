@@ -1,0 +1,165 @@
+"""Blocks and windows: a large trace read and diagnosed a few launches at a time.
+
+The writer cuts a trace into blocks of whole launches and gives every
+(core, block) run its own row group; the reader returns any window of blocks
+in dataset order; the engine diagnoses window by window and must say what it
+says about the whole trace (windows.py names where it may not).  The
+simulated traces here are tiny, so they are cut with ``block_events=1``
+(every launch a block) and diagnosed with ``window_events=1`` (every block a
+window): the most boundaries a trace can have.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from analyzer.config import Config, ConfigError, parse_config
+from analyzer.engine import diagnose
+from analyzer.windows import plan
+from ingest.contract import COLUMNS
+from ingest.dataset import Block, Dataset
+from ingest.run import ingest
+from ingest.writer import write_events
+from kernels import Params, simulate
+
+SMALL = dict(ranks=4, cores=2, tokens=8, topk=2, hidden=4, local_experts=2)
+
+
+def _blocked(tmp, protocol="classic", faults=(), seed=0, rounds=4, cap=None):
+    simulate(protocol, Params(rounds=rounds, **SMALL), faults=list(faults), seed=seed, out=tmp / "sim",
+             ring_capacity=cap)
+    ingest([tmp / "sim" / "dataset"], tmp / "blk", block_events=1)
+    return tmp / "sim" / "dataset", tmp / "blk"
+
+
+def _signature(report) -> set:
+    by_id = {f.id: f for f in report.findings}
+    return {(f.code, json.dumps(f.key), f.message, f.severity, f.confidence, f.is_root,
+             tuple(sorted((by_id[c].code, json.dumps(by_id[c].key)) for c in f.caused_by)))
+            for f in report.findings}
+
+
+# ---- planning ----------------------------------------------------------------
+def _blocks(*sizes):
+    return [Block(2 * i, 2 * i + 1, n) for i, n in enumerate(sizes)]
+
+
+def test_small_or_unblocked_trace_is_one_window():
+    assert [w.blocks for w in plan([], 10, 100)] == [None]
+    assert [w.blocks for w in plan(_blocks(5, 5), 10, 10)] == [None]
+
+
+def test_windows_own_every_launch_once_and_read_one_block_around():
+    blocks = _blocks(4, 4, 4, 4, 4, 9, 1)
+    wins = plan(blocks, 8, sum(b.events for b in blocks))
+    owned = [L for w in wins for L in range(w.launch_lo, w.launch_hi + 1)]
+    assert owned == list(range(2 * len(blocks)))
+    for w in wins:
+        main = [k for k, b in enumerate(blocks) if w.launch_lo <= b.launch_lo <= w.launch_hi]
+        assert w.read_lo == max(main[0] - 1, 0) and w.read_hi == min(main[-1] + 2, len(blocks))
+        assert sum(blocks[k].events for k in main) <= 8 or len(main) == 1  # an oversized block is alone
+        assert w.events == sum(b.events for b in blocks[w.read_lo:w.read_hi])
+    assert [w.last for w in wins] == [False] * (len(wins) - 1) + [True]
+
+
+# ---- the dataset ---------------------------------------------------------------
+def test_blocks_cover_the_trace_and_windows_read_exactly_their_launches(tmp_path):
+    whole, blk = _blocked(tmp_path)
+    ds, ref = Dataset(blk), Dataset(whole)
+    assert len(ref.blocks) == 0 and len(ds.blocks) == 4  # small: one block; cut: a launch each
+    names = [c.name for c in COLUMNS if c.name != "name"]
+    full = ref.arrays(names)
+    assert sum(b.events for b in ds.blocks) == len(full["kind"])
+    for c in names:  # the whole read of a blocked dataset is the same rows in the same order
+        np.testing.assert_array_equal(ds.arrays([c])[c], full[c])
+    for k0 in range(4):
+        for k1 in range(k0 + 1, 5):
+            lo, hi = ds.blocks[k0].launch_lo, ds.blocks[k1 - 1].launch_hi
+            m = (full["launch"] >= lo) & (full["launch"] <= hi)
+            got = ds.arrays(names, blocks=(k0, k1))
+            for c in names:
+                np.testing.assert_array_equal(got[c], full[c][m], err_msg=f"{c} in blocks {k0}..{k1}")
+    with pytest.raises(ValueError):
+        ds.arrays(["kind"], blocks=(2, 9))
+
+
+def test_row_groups_never_straddle_a_block(tmp_path):
+    _, blk = _blocked(tmp_path)
+    ds = Dataset(blk)
+    his = np.array([b.launch_hi for b in ds.blocks])
+    for p in ds.files.values():
+        f = pq.ParquetFile(p)
+        for g in range(f.num_row_groups):
+            t = f.read_row_group(g, columns=["core", "launch"])
+            assert len(np.unique(t.column("core").to_numpy())) == 1
+            assert len(np.unique(np.searchsorted(his, t.column("launch").to_numpy()))) == 1
+
+
+def test_window_read_of_a_file_written_without_cuts_is_still_right(tmp_path):
+    whole, blk = _blocked(tmp_path)
+    ds = Dataset(blk)
+    p = ds.files[1]
+    write_events(pq.read_table(p, partitioning=None), p)  # one row group spanning every block
+    ref = Dataset(whole).arrays(["rank", "seq", "launch"], ranks=[1])
+    got = Dataset(blk).arrays(["rank", "seq", "launch"], ranks=[1], blocks=(1, 3))
+    m = (ref["launch"] >= ds.blocks[1].launch_lo) & (ref["launch"] <= ds.blocks[2].launch_hi)
+    np.testing.assert_array_equal(got["seq"], ref["seq"][m])
+
+
+# ---- diagnose ------------------------------------------------------------------
+CASES = [
+    ("classic", ("count-not-reset",)),
+    ("classic", ("invalid-expert",)),
+    ("classic", ("missing-quiet",)),
+    ("doubleplane", ("ready-not-reset", "count-not-reset")),
+    ("fused", ("capacity-skew",)),
+    ("reduce_scatter", ("atomic-none-early",)),
+    ("reduce_scatter", ("rank-stop",)),
+    ("sdma_fallback", ("same-chunk",)),
+    ("udma_atomic", ("wrong-engine-quiet",)),
+    ("generation", ("generation-eq",)),
+    ("classic", ()),
+]
+
+
+@pytest.mark.parametrize("protocol,faults", CASES, ids=[f"{p}-{'-'.join(f) or 'clean'}" for p, f in CASES])
+def test_windowed_diagnosis_equals_the_whole(tmp_path, protocol, faults):
+    whole, blk = _blocked(tmp_path, protocol, faults, seed=1)
+    a = diagnose(whole)
+    b = diagnose(blk, Config(window_events=1))
+    assert len(Dataset(blk).blocks) >= 2  # a hang ends the trace in the round it strikes
+    sa, sb = _signature(a), _signature(b)
+    if protocol == "generation":  # MT204 counts the eq waits of a site in the window it reports from
+        sa, sb = ({x[:2] + x[3:] for x in s} for s in (sa, sb))
+    assert sa == sb
+    assert b.trace.events == a.trace.events
+
+
+def test_windowed_diagnosis_of_a_wrapped_trace_equals_the_whole(tmp_path):
+    whole, blk = _blocked(tmp_path, "classic", ("count-not-reset",), seed=2, rounds=4, cap=400)
+    a, b = diagnose(whole), diagnose(blk, Config(window_events=1))
+    assert a.trace.partial and b.trace.lost == a.trace.lost
+    assert _signature(a) == _signature(b)
+
+
+def test_windows_free_their_views(tmp_path):
+    from rules.trace import TraceView
+
+    _, blk = _blocked(tmp_path, "classic", ("invalid-expert",))
+    diagnose(blk, Config(window_events=1))
+    gc.collect()
+    assert not [o for o in gc.get_objects() if isinstance(o, TraceView)]
+
+
+def test_window_events_must_be_positive():
+    with pytest.raises(ConfigError, match="window-events"):
+        parse_config({"window-events": 0}, "moetrace.toml")
+    assert parse_config({"window-events": 5}).window_events == 5
+    with pytest.raises(ConfigError, match="--window-events"):
+        Config().with_overrides(window_events=-1)
