@@ -39,6 +39,7 @@ class Words:
     ck: np.ndarray       # composite (key, launch) sort key, ascending
     lmin: int
     lspan: int
+    kind: np.ndarray     # kind of the row (int8): rules test it per entry without a gather from the trace
 
     def ckey(self, key, launch):
         return np.asarray(key, np.int64) * self.lspan + (np.asarray(launch, np.int64) - self.lmin)
@@ -187,7 +188,7 @@ def _build_lexsort(trace) -> Words:
         _simulate(wkey, wl, wop, wval, init, init_known, after, last)
     # The packed form's dtypes: region, launch, phase and op as narrow as their columns.
     return Words(rows, wkey, wreg.astype(np.int16), wl.astype(np.int32), wph.astype(np.int32),
-                 wop.astype(np.int8), wval, after, last, ck, lmin, lspan)
+                 wop.astype(np.int8), wval, after, last, ck, lmin, lspan, kind[rows])
 
 
 # ---- packed form ------------------------------------------------------------

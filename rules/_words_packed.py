@@ -22,8 +22,8 @@ from ._words import NULL64, OP_ADD, Words
 K_SIGNAL, K_AMO, K_PUT, K_WRITE, K_GET, K_PUTSIG = P.K_SIGNAL, P.K_AMO, P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG
 K_WEND, OP_SET = P.K_WEND, P.OP_SET
 # info[s, 3] bit fields: payload region, signal-word region, op + 128, payload keeps its op
-# (a scalar signal / amo; bulk words are sets), payload value unknown (get, put_signal).
-_SREG, _OP, _SCALAR, _PNULL = 16, 32, 48, 49
+# (a scalar signal / amo; bulk words are sets), payload value unknown (get, put_signal), kind.
+_SREG, _OP, _SCALAR, _PNULL, _KIND = 16, 32, 48, 49, 50
 
 
 @kernel
@@ -67,7 +67,8 @@ def _rows(fill, kind, treg, offset, loffset, ext, sig_region, sig_offset, key, o
         info[s, 1] = rank[i] * cp1 + core[i]
         info[s, 2] = value[i]
         info[s, 3] = ((r & 0xFFFF) | ((sr & 0xFFFF) << _SREG) | ((op[i] + 128) << _OP)
-                      | (np.int64(scalar) << _SCALAR) | (np.int64(k == K_GET or k == K_PUTSIG) << _PNULL))
+                      | (np.int64(scalar) << _SCALAR) | (np.int64(k == K_GET or k == K_PUTSIG) << _PNULL)
+                      | (np.int64(k) << _KIND))
         lp = launch[i] - lmin
         ph = phase[i] - phmin
         for x in range(c):
@@ -104,14 +105,14 @@ def _wait_keys(fill, kind, key, e2b, words, launch, rank, core, kmin, kmax, lmin
 
 @kernel
 def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, gk, grow, info, rcs, reset, has_reset,
-            o_row, o_key, o_reg, o_launch, o_phase, o_op, o_value, o_after, o_last):
+            o_row, o_key, o_reg, o_launch, o_phase, o_op, o_value, o_after, o_last, o_kind):
     # Per (ck, phase) group of the sorted pk: decode, move the writes after a wait of
     # their core on the word behind the others (stable), simulate. pk becomes ck.
     m = len(pk)
     g = len(gk)
     span = 2 * ns
     ck_lo = kmin * lspan
-    buf = np.empty(256, np.int64)  # the after-wait entries of a group, parked (4 fields each)
+    buf = np.empty(320, np.int64)  # the after-wait entries of a group, parked (5 fields each)
     flag = np.empty(64, np.bool_)
     j = 0
     i = 0
@@ -133,7 +134,7 @@ def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, gk, grow, info, rcs, reset, h
             e += 1
         if e - i > len(flag):
             flag = np.empty(2 * (e - i), np.bool_)
-            buf = np.empty(8 * (e - i), np.int64)
+            buf = np.empty(10 * (e - i), np.int64)
         naw = 0
         for q in range(i, e):
             s = (pk[q] - lo_pk) >> 1
@@ -157,6 +158,7 @@ def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, gk, grow, info, rcs, reset, h
                 if (meta >> _PNULL) & 1:
                     v = NULL64
             o_row[q] = row
+            o_kind[q] = (meta >> _KIND) & 0xFF
             o_op[q] = opv
             o_value[q] = v
         if naw and naw < e - i:  # stable partition: the after-wait entries go last
@@ -164,22 +166,25 @@ def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, gk, grow, info, rcs, reset, h
             p = i
             for q in range(i, e):
                 if flag[q - i]:
-                    buf[4 * t] = o_row[q]
-                    buf[4 * t + 1] = o_reg[q]
-                    buf[4 * t + 2] = o_op[q]
-                    buf[4 * t + 3] = o_value[q]
+                    buf[5 * t] = o_row[q]
+                    buf[5 * t + 1] = o_reg[q]
+                    buf[5 * t + 2] = o_op[q]
+                    buf[5 * t + 3] = o_value[q]
+                    buf[5 * t + 4] = o_kind[q]
                     t += 1
                 else:
                     o_row[p] = o_row[q]
                     o_reg[p] = o_reg[q]
                     o_op[p] = o_op[q]
                     o_value[p] = o_value[q]
+                    o_kind[p] = o_kind[q]
                     p += 1
             for x in range(t):
-                o_row[p + x] = buf[4 * x]
-                o_reg[p + x] = buf[4 * x + 1]
-                o_op[p + x] = buf[4 * x + 2]
-                o_value[p + x] = buf[4 * x + 3]
+                o_row[p + x] = buf[5 * x]
+                o_reg[p + x] = buf[5 * x + 1]
+                o_op[p + x] = buf[5 * x + 2]
+                o_value[p + x] = buf[5 * x + 3]
+                o_kind[p + x] = buf[5 * x + 4]
         key = ck_off // lspan + kmin
         la = ck_off % lspan + lmin
         ph = grp % nph + phmin
@@ -259,8 +264,8 @@ def build_packed(trace) -> Words | None:
 
     row, wkey, value, after = (np.empty(m, np.int64) for _ in range(4))
     reg, wl, wph, op = np.empty(m, np.int16), np.empty(m, np.int32), np.empty(m, np.int32), np.empty(m, np.int8)
-    last = np.empty(m, bool)
+    last, wkind = np.empty(m, bool), np.empty(m, np.int8)
     _unpack(pk, np.int64(ns), np.int64(nph), np.int64(phmin), np.int64(lspan), np.int64(kmin), np.int64(lmin),
             gk, grow, info, np.int64(rcs), rt["reset"], rt["has_reset"],
-            row, wkey, reg, wl, wph, op, value, after, last)
-    return Words(row, wkey, reg, wl, wph, op, value, after, last, pk, lmin, lspan)
+            row, wkey, reg, wl, wph, op, value, after, last, wkind)
+    return Words(row, wkey, reg, wl, wph, op, value, after, last, pk, lmin, lspan, wkind)

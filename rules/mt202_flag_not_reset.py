@@ -7,9 +7,50 @@ import numpy as np
 from . import _passes as P
 from . import _unfenced as U
 from . import _words as W
+from ._jit import kernel
 from .base import Confidence, Family, Rule, Severity
 
 _SHOW = 16  # offsets named in a message
+K_WRITE, OP_SET = P.K_WRITE, P.OP_SET
+
+
+@kernel
+def _unreset(wkey, wck, wkind, wop, wvalue, wafter, wlast, wregion, reset, has_reset, monotonic, out):
+    # Per key run of the table: last entries of a launch off the reset value, unless excused by
+    # clean-before-use (the next launch's first write to the word, or any launch's, is the reset).
+    m = len(wkey)
+
+    def clean_first(i):  # a launch's first write to the word is the owner's reset
+        return (i == 0 or wck[i] != wck[i - 1]) and wkind[i] == K_WRITE and wop[i] == OP_SET \
+            and wvalue[i] == reset[wregion[i]]
+
+    a = 0
+    while a < m:
+        b = a
+        anyclean = False
+        while b < m and wkey[b] == wkey[a]:
+            anyclean = anyclean or clean_first(b)
+            b += 1
+        for i in range(a, b):
+            r = wregion[i]
+            if not wlast[i] or not has_reset[r] or monotonic[r] or wafter[i] == reset[r]:
+                continue  # unknown (a put without a value) is off reset: nothing reset it
+            out[i] = not (clean_first(i + 1) if i + 1 < b else anyclean)
+        a = b
+
+
+@kernel
+def _prev_own_reset(idx, wck, wkind, wrow, wkey, wvalue, wregion, rank, wpr, reset, out):
+    # Per last entry: the latest earlier entry of its (key, launch) that is the owner's reset.
+    # A backward walk per group: each group has one last entry, so the walks cover the table once.
+    for t in range(len(idx)):
+        i = idx[t]
+        x = i - 1
+        while x >= 0 and wck[x] == wck[i]:
+            if wkind[x] == K_WRITE and rank[wrow[x]] == wkey[x] // wpr and wvalue[x] == reset[wregion[x]]:
+                out[t] = x
+                break
+            x -= 1
 
 
 class FlagNotReset(Rule):
@@ -64,21 +105,9 @@ class FlagNotReset(Rule):
         if not len(w.row):
             return
         kind = trace["kind"]
-        reset = rt["reset"][w.region]
-        first = np.ones(len(w.row), bool)
-        first[1:] = w.ck[1:] != w.ck[:-1]
-        # Clean-before-use: a launch's first write to the word is the owner's reset.
-        clean_first = first & (kind[w.row] == P.K_WRITE) & (w.op == P.OP_SET) & (w.value == reset)
-        excused = np.zeros(len(w.row), bool)
-        li = np.flatnonzero(w.last)
-        has_next = li + 1 < len(w.row)
-        nx = np.minimum(li + 1, len(w.row) - 1)
-        excused[li] = has_next & (w.key[nx] == w.key[li]) & clean_first[nx]
-        keys_clean = np.unique(w.key[clean_first])
-        last_of_key = ~has_next | (w.key[nx] != w.key[li])
-        excused[li] |= last_of_key & np.isin(w.key[li], keys_clean)
-        bad = w.last & rt["has_reset"][w.region] & ~rt["monotonic"][w.region] & \
-            (w.after != reset) & ~excused  # unknown (a put without a value) counts: nothing reset it
+        bad = np.zeros(len(w.row), bool)
+        _unreset(w.key, w.ck, w.kind, w.op, w.value, w.after, w.last, w.region, rt["reset"], rt["has_reset"],
+                 rt["monotonic"], bad)
         idx = np.flatnonzero(bad)
         if not len(idx):
             return
@@ -161,14 +190,11 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     kind, rank, launch = trace["kind"], trace["rank"], trace["launch"]
     rt = P.region_table(trace)
     n_e = len(w.row)
-    own_reset = (kind[w.row] == P.K_WRITE) & (rank[w.row] == w.key // trace.manifest.words_per_rank) & \
-        (w.value == rt["reset"][w.region])
-    pos = np.where(own_reset, np.arange(n_e), -1)
-    np.maximum.accumulate(pos, out=pos)
-    prev = pos[np.maximum(idx - 1, 0)]
-    gs = np.searchsorted(w.ck, w.ck[idx], "left")
+    prev = np.full(len(idx), -1, np.int64)
+    _prev_own_reset(idx, w.ck, w.kind, w.row, w.key, w.value, w.region, rank,
+                    np.int64(trace.manifest.words_per_rank), rt["reset"], prev)
     rl = w.row[idx]
-    ok = (idx > 0) & (prev >= gs)
+    ok = prev >= 0
     rr = w.row[np.maximum(prev, 0)]
     ok &= (w.phase[np.maximum(prev, 0)] == w.phase[idx]) & (rank[rl] != rank[rr])
     cov = P.cover(trace, False)[rl]

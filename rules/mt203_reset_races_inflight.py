@@ -15,37 +15,62 @@ _LOOKBACK = 64  # earlier writes of the same word examined per reset
 
 
 @kernel
-def _scan(wkey, wrow, wlaunch, wphase, kind, engine, cov, launch, phase_all, rc, out):
-    done = np.zeros(len(wrow), np.bool_)  # a racing write is reported once, at its first reset
-    for j in range(len(wrow)):
-        r = wrow[j]
-        if kind[r] != K_WRITE:
+def _scan(wkey, wrow, wlaunch, wphase, wkind, engine, cov, launch, phase_all, rank, core, out):
+    # Per key run of the table. A candidate write's cover (row, launch, phase) is looked up once per
+    # entry, not once per reset that looks back at it: those gathers from the trace were the cost.
+    m = len(wrow)
+    done = np.zeros(m, np.bool_)  # a racing write is reported once, at its first reset
+    cq = np.empty(256, np.int64)  # per entry of the run: cover row of a candidate, -1 none, -2 not one
+    cl = np.empty(256, np.int64)
+    cp = np.empty(256, np.int64)
+    a = 0
+    while a < m:
+        b = a
+        resets = False
+        while b < m and wkey[b] == wkey[a]:
+            resets = resets or wkind[b] == K_WRITE
+            b += 1
+        if not resets:
+            a = b
             continue
-        stop = max(0, j - _LOOKBACK)
-        for x in range(j - 1, stop - 1, -1):
-            if wkey[x] != wkey[j]:
-                break
-            if done[x]:
-                continue
-            xr = wrow[x]
-            k = kind[xr]
+        if b - a > len(cq):
+            cq = np.empty(2 * (b - a), np.int64)
+            cl = np.empty(2 * (b - a), np.int64)
+            cp = np.empty(2 * (b - a), np.int64)
+        for x in range(a, b):
+            k = wkind[x]
+            cq[x - a] = -2
             if not (k == K_PUT or k == K_PUTSIG or k == K_SIGNAL or k == K_AMO):
                 continue
-            # Only writes of an earlier round: a previous launch or barrier phase.
-            if not (wlaunch[x] < wlaunch[j] or wphase[x] < wphase[j]):
-                continue
+            xr = wrow[x]
             # MTE signals and atomics are a store plus a pipe barrier: complete at issue.
             if (k == K_SIGNAL or k == K_AMO) and (engine[xr] == E_MTE or engine[xr] == E_LOCAL):
                 continue
             q = cov[xr]
+            cq[x - a] = q
             if q >= 0:
-                if launch[q] < wlaunch[j] or (launch[q] == wlaunch[j] and phase_all[q] < wphase[j]):
+                cl[x - a] = launch[q]
+                cp[x - a] = phase_all[q]
+        for j in range(a, b):
+            if wkind[j] != K_WRITE:
+                continue
+            r = wrow[j]
+            for x in range(j - 1, max(a, j - _LOOKBACK) - 1, -1):
+                q = cq[x - a]
+                if done[x] or q == -2:
                     continue
-                if rc[q] == rc[r] and q < r:
+                # Only writes of an earlier round: a previous launch or barrier phase.
+                if not (wlaunch[x] < wlaunch[j] or wphase[x] < wphase[j]):
                     continue
-            out[j] = x
-            done[x] = True
-            break
+                if q >= 0:
+                    if cl[x - a] < wlaunch[j] or (cl[x - a] == wlaunch[j] and cp[x - a] < wphase[j]):
+                        continue
+                    if rank[q] == rank[r] and core[q] == core[r] and q < r:
+                        continue
+                out[j] = x
+                done[x] = True
+                break
+        a = b
 
 
 class ResetRacesInflight(Rule):
@@ -89,10 +114,9 @@ class ResetRacesInflight(Rule):
         if not len(w.row):
             return
         phase_all, _ = P.phases(trace)
-        rc = trace["rank"].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"].astype(np.int64)
         out = np.full(len(w.row), -1, np.int64)
-        _scan(w.key, w.row, w.launch, w.phase, trace["kind"], trace["engine"], P.cover(trace, False),
-              trace["launch"], phase_all, rc, out)
+        _scan(w.key, w.row, w.launch, w.phase, w.kind, trace["engine"], P.cover(trace, False),
+              trace["launch"], phase_all, trace["rank"], trace["core"], out)
         seen = set()
         for j in np.flatnonzero(out >= 0):
             r, x = int(w.row[j]), int(w.row[out[j]])
