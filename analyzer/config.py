@@ -6,6 +6,7 @@ Keys (the same in both files; moetrace.toml has them at top level)::
     ignore   = ["MT402"]
     fail-on  = "error"                 # error | warning | note | never
     window-events = 8388608            # traces larger than this are diagnosed a window at a time
+    jobs = 1                           # windows diagnosed at once, each in its own process
     [severity]                         # selector -> level; the most specific selector wins
     MT402 = "warning"
     [options.MT401]                    # per-rule options, checked against Rule.options
@@ -34,7 +35,7 @@ LEVELS = ("error", "warning", "note")
 FAIL_ON = LEVELS + ("never",)
 FAMILIES = ("hang", "stale-flag", "capacity-truncation", "missing-drain", "invalid-expert-id")
 CONFIG_FILES = ("moetrace.toml", "pyproject.toml")  # first found in a directory wins
-_KEYS = ("select", "ignore", "severity", "options", "fail-on", "window-events")
+_KEYS = ("select", "ignore", "severity", "options", "fail-on", "window-events", "jobs")
 _CODE_PREFIX = re.compile(r"^MT[0-9]{0,3}$")
 
 
@@ -60,6 +61,7 @@ class Config:
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     fail_on: str = "error"
     window_events: int = WINDOW_EVENTS  # a larger trace is diagnosed a window of launches at a time
+    jobs: int = 1  # windows at once, a process each: memory grows with it
     path: Path | None = None  # the file it came from, for error messages
     cli: tuple[str, ...] = ()  # selectors given on the command line, so errors name the right place
 
@@ -108,7 +110,7 @@ class Config:
 
     def with_overrides(self, select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
                        fail_on: str | None = None, window_events: int | None = None,
-                       where: str = "command line") -> "Config":
+                       jobs: int | None = None, where: str = "command line") -> "Config":
         """Command-line values: --select replaces the file's select, --ignore adds to its ignore."""
         out = self
         if select:
@@ -121,6 +123,8 @@ class Config:
             out = replace(out, fail_on=_level(fail_on, where, "--fail-on", FAIL_ON))
         if window_events is not None:
             out = replace(out, window_events=_positive(window_events, where, "--window-events"))
+        if jobs is not None:
+            out = replace(out, jobs=_positive(jobs, where, "--jobs"))
         return out
 
 
@@ -228,7 +232,8 @@ def parse_config(table: Mapping[str, Any], path: str | Path | None = None, prefi
             raise ConfigError(path, f"{prefix}options.{code}", "must be a table of option = value")
         options[code] = dict(opts)
     window = _positive(table.get("window-events", WINDOW_EVENTS), path, prefix + "window-events")
-    return Config(select, ignore, severity, options, fail_on, window, None if path is None else Path(path))
+    jobs = _positive(table.get("jobs", 1), path, prefix + "jobs")
+    return Config(select, ignore, severity, options, fail_on, window, jobs, None if path is None else Path(path))
 
 
 def _positive(value: Any, path, key: str) -> int:

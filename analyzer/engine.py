@@ -51,7 +51,11 @@ class RuleError(Exception):
 
     def __init__(self, code: str, exc: BaseException):
         self.code = code
+        self.exc = exc
         super().__init__(f"rule {code} raised {type(exc).__name__}: {exc}")
+
+    def __reduce__(self):  # raised in a window's worker process, re-raised here
+        return type(self), (self.code, self.exc)
 
 
 @dataclass(frozen=True)
@@ -185,10 +189,15 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     # MOETRACE_PROFILE=1: one stderr line per rule (check, then evidence), for bench/perf.py's profile.
     prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
     drafts: list[Finding] = []
-    for w in windows:
-        drafts.extend(_run_window(ds, w, config, selected, prof))
-        if len(windows) > 1:
-            gc.collect()  # rules' caches hang off the view in cycles: free its arrays before the next
+    jobs = min(config.jobs, len(windows))
+    if jobs > 1 and _registered(selected):
+        for found in _parallel(dataset, windows, config, selected, jobs):
+            drafts.extend(found)
+    else:
+        for w in windows:
+            drafts.extend(_run_window(ds, w, config, selected, prof))
+            if len(windows) > 1:
+                gc.collect()  # rules' caches hang off the view in cycles: free its arrays before the next
     lost = sorted((c.rank, c.core, c.lost) for c in ds.report.cores if c.lost)
     info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=ds.manifest.protocol,
                      ranks=ds.manifest.ranks, cores=ds.manifest.cores, events=total,
@@ -216,6 +225,38 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof) 
                 out.append(_finding(hit, by_code.get(hit.code, rule), config, trace))
         prof and prof.mark(f"{rule.code} evidence")
     return out
+
+
+def _registered(selected: list[type["Rule"]]) -> bool:
+    """Can a worker process find these rules by code (not a test's own rule classes)?"""
+    from rules import registry
+
+    reg = registry()
+    return all(reg.get(r.code) is r for r in selected)
+
+
+def _parallel(dataset: Path, windows, config: Config, selected, jobs: int):
+    """Each window's findings, in window order, from ``jobs`` worker processes."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn, not fork: forking a process whose pyarrow and numba thread pools
+    # are running can leave a worker holding a lock no thread will release.
+    ctx = multiprocessing.get_context("spawn")
+    codes = [r.code for r in selected]
+    with ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+        futures = [pool.submit(_window_job, str(dataset), w, config, codes) for w in windows]
+        for f in futures:
+            yield f.result()
+
+
+def _window_job(dataset: str, window, config: Config, codes: list[str]) -> list[Finding]:
+    from ingest.dataset import Dataset
+    from rules import registry
+
+    reg = registry()
+    prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
+    return _run_window(Dataset(dataset), window, config, [reg[c] for c in codes], prof)
 
 
 def _owns(window, hit: "Hit", trace: "TraceView") -> bool:

@@ -9,9 +9,11 @@ of about each size, then on each, in one run, as the median (min, max) of
 --reps repetitions, every measurement in a fresh process on warm page cache:
   diagnose   `moetrace diagnose DATASET --format json -o FILE`, process start to
              report written, with its peak RSS (os.wait4's rusage of that child);
+  diagnose -j2  the same with --jobs 2 (two windows at once, a process each);
   limit      reading the columns the rules load (recorded from a diagnose of one
-             piece) into memory with pyarrow (arrow tables, one per rank file, nulls
-             as validity bitmaps: no conversion), timed inside the process;
+             piece) into memory with pyarrow (arrow tables, a rank file at a time,
+             nulls as validity bitmaps: no conversion), timed inside the process;
+             one file at a time so that it fits at 100 M events, like the windows;
   baseline   bench/baseline.sql in DuckDB: stuck waits + producers (anti-joins)
              and the missing-quiet window, until every result is fetched;
   ingest     ingest.run.ingest of the same events from the binary ring dumps.
@@ -52,9 +54,11 @@ from pathlib import Path
 t = time.perf_counter()
 import pyarrow.parquet as pq
 cols = json.loads(sys.argv[2])
-tables = [pq.read_table(p, columns=cols, partitioning=None)
-          for p in sorted(Path(sys.argv[1], "events").glob("rank=*/*.parquet"))]
-n = sum(t.num_rows for t in tables); nbytes = sum(t.nbytes for t in tables)
+n = nbytes = 0
+for p in sorted(Path(sys.argv[1], "events").glob("rank=*/*.parquet")):
+    tb = pq.read_table(p, columns=cols, partitioning=None)
+    n += tb.num_rows; nbytes += tb.nbytes
+    del tb
 print(json.dumps({"s": time.perf_counter() - t, "rows": n, "nbytes": nbytes}))
 """
 BASELINE = """
@@ -88,9 +92,9 @@ import json, sys
 import ingest.dataset as D
 seen = []
 orig = D.Dataset.arrays
-def arrays(self, columns, ranks=None):
+def arrays(self, columns, ranks=None, blocks=None):
     seen.extend(columns)
-    return orig(self, columns, ranks)
+    return orig(self, columns, ranks, blocks)
 D.Dataset.arrays = arrays
 from analyzer.engine import diagnose
 diagnose(sys.argv[1])
@@ -98,21 +102,61 @@ print(json.dumps({"columns": sorted(set(seen))}))
 """
 
 
+def _tree_rss(root: int) -> int:
+    """Resident bytes of a process and all its descendants now (0 if it is gone)."""
+    parent, rss = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            parent[int(d)] = int(fields[1])
+            rss[int(d)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    total = 0
+    for pid in rss:
+        q = pid
+        while q > 1 and q != root:
+            q = parent.get(q, 0)
+        if q == root:
+            total += rss[pid]
+    return total
+
+
 def child(argv: list[str], env: dict | None = None, ok=(0,)) -> tuple[float, int, dict]:
-    """Run a child; (wall seconds from spawn to exit, its peak RSS in bytes, its JSON line or {})."""
+    """Run a child; (wall seconds from spawn to exit, its peak RSS in bytes, its JSON line or {}).
+
+    The peak is the larger of the child's own rusage peak and the most its
+    whole process tree held at once (sampled every 0.2 s: a window holds its memory for seconds), so worker processes
+    count (diagnose --jobs).
+    """
+    import threading
+
     with tempfile.TemporaryFile("w+") as out:
         t = time.perf_counter()
         p = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, env=env, cwd=ROOT, text=True)
+        tree, done = [0], threading.Event()
+
+        def sample():
+            while not done.wait(0.2):
+                tree[0] = max(tree[0], _tree_rss(p.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        err = p.stderr.read()  # drained while it runs: a full pipe would stall the child
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t
+        done.set()
+        sampler.join()
         p.returncode = os.waitstatus_to_exitcode(status)
-        err = p.stderr.read()
         if p.returncode not in ok:
             raise RuntimeError(f"{argv[:3]} exited {p.returncode}: {err[-2000:]}")
         out.seek(0)
         lines = out.read().strip().splitlines()
     info = next((json.loads(x) for x in reversed(lines) if x.startswith("{")), {})
-    return wall, ru.ru_maxrss * 1024, info
+    return wall, max(ru.ru_maxrss * 1024, tree[0]), info
 
 
 def stats(xs: list[float]) -> dict:
@@ -149,11 +193,17 @@ def bench_size(protocol: str, events: int, reps: int, cols: list[str], bpe: dict
            "ring_bytes": sum(p.stat().st_size for p in rings.glob("*.mtr")),
            "recipe": json.loads((d / "recipe.json").read_text()), "skipped": {}}
     avail = mem_available()
+    from analyzer.windows import WINDOW_EVENTS, plan
+    from ingest.dataset import Dataset
+
+    windows = plan(Dataset(ds).blocks, WINDOW_EVENTS, n)
+    res["windows"] = [w.events for w in windows]
     for k, b in bpe.items():
-        if b * n > 0.5 * avail:
+        bounded = k == "limit" or (k.startswith("diagnose") and len(windows) > 1)  # memory follows a window
+        if b * n > 0.5 * avail and not bounded:
             res["skipped"][k] = f"projected peak {b * n / 2**30:.1f} GiB ({b:.0f} bytes/event at the " \
                                 f"previous size) > 50% of the {avail / 2**30:.1f} GiB available"
-    run = [k for k in ("diagnose", "limit", "baseline", "ingest") if k not in res["skipped"]]
+    run = [k for k in ("diagnose", "diagnose_j2", "limit", "baseline", "ingest") if k not in res["skipped"]]
     report = Path(tempfile.mkdtemp(prefix="moetrace-perf-")) / "report.json"
     diag = [*MOETRACE, "diagnose", str(ds), "--format", "json", "-o", str(report), "--no-progress"]
     if "diagnose" in run:
@@ -167,6 +217,10 @@ def bench_size(protocol: str, events: int, reps: int, cols: list[str], bpe: dict
             w, m, _ = child(diag, ok=DIAG_OK)
             runs["diagnose"].append(w)
             rss["diagnose"].append(m)
+        if "diagnose_j2" in run:
+            w, m, _ = child(diag + ["--jobs", "2"], ok=DIAG_OK)
+            runs["diagnose_j2"].append(w)
+            rss["diagnose_j2"].append(m)
         if "limit" in run:
             w, m, info = child([PY, "-c", LIMIT, str(ds), json.dumps(cols)])
             runs["limit"].append(info["s"])

@@ -17,6 +17,9 @@ class TraceError(Exception):
         self.message = message
         super().__init__(self.__str__())
 
+    def __reduce__(self):  # it crosses process boundaries (parallel diagnose windows)
+        return type(self), (self.path, self.where, self.message)
+
     def __str__(self) -> str:
         place = self.path or "<input>"
         if self.where:

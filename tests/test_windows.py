@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import json
+import pickle
 import shutil
 
 import numpy as np
@@ -163,3 +164,29 @@ def test_window_events_must_be_positive():
     assert parse_config({"window-events": 5}).window_events == 5
     with pytest.raises(ConfigError, match="--window-events"):
         Config().with_overrides(window_events=-1)
+
+
+def test_parallel_windows_say_the_same(tmp_path):
+    whole, blk = _blocked(tmp_path, "classic", ("count-not-reset",), seed=1)
+    serial = diagnose(blk, Config(window_events=1))
+    parallel = diagnose(blk, Config(window_events=1, jobs=2))
+    assert [f.to_json() for f in parallel.findings] == [f.to_json() for f in serial.findings]
+
+
+def test_a_window_job_runs_alone_and_its_rule_errors_pickle(tmp_path):
+    from analyzer.engine import RuleError, _window_job
+
+    _, blk = _blocked(tmp_path, "classic", (), rounds=2)
+    err = RuleError("MT101", ValueError("boom"))
+    again = pickle.loads(pickle.dumps(err))
+    assert (again.code, str(again)) == ("MT101", str(err))
+    with pytest.raises(ConfigError):
+        Config().with_overrides(jobs=0)
+    assert _window_job(str(blk), plan(Dataset(blk).blocks, 1, 0)[0], Config(), ["MT501"]) == []
+
+
+def test_trace_errors_cross_processes():
+    from ingest.errors import TraceError
+
+    e = pickle.loads(pickle.dumps(TraceError("x.jsonl", "line 3", "bad kind")))
+    assert str(e) == "x.jsonl:line 3: bad kind"

@@ -20,7 +20,7 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
                  fail_on: str | None = None, config_path: Path | None = None, *,
                  select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
                  output: Path | None = None, progress: bool = True,
-                 window_events: int | None = None) -> int:
+                 window_events: int | None = None, jobs: int | None = None) -> int:
     """Diagnose ``inputs`` and print the report; returns the exit code (never raises on bad input).
 
     ``fail_on`` None takes the config's ``fail-on`` (default error).  ``out``
@@ -40,7 +40,8 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
     inputs = [Path(p) for p in inputs]
     try:
         config = load_config(config_path, search_from=[*(inputs[:1]), Path.cwd()])
-        config = config.with_overrides(select=select, ignore=ignore, fail_on=fail_on, window_events=window_events)
+        config = config.with_overrides(select=select, ignore=ignore, fail_on=fail_on, window_events=window_events,
+                                       jobs=jobs)
         with progress_line("ingest", enabled=progress) as bar:
             # Count events read; the write phase is quick next to reading and the rules.
             report = diagnose(inputs, config, progress=lambda phase, n: bar(n) if phase == "read" else None)
@@ -107,8 +108,11 @@ def register(app: typer.Typer) -> None:
             "--window-events", metavar="N", help="Diagnose a trace larger than N events a window of launches at "
                                                 "a time, to bound memory (default: the config's window-events, "
                                                 "else 8388608).")] = None,
+        jobs: Annotated[Optional[int], typer.Option(
+            "--jobs", "-j", metavar="N", help="Diagnose N windows at once, a process each (default: the "
+                                             "config's jobs, else 1); memory grows with N.")] = None,
     ) -> None:
         """Diagnose a trace: root causes first, then the symptoms they explain."""
         code = run_diagnose(inputs, fmt, None, fail_on, config, select=select, ignore=ignore,
-                            output=output, progress=not no_progress, window_events=window_events)
+                            output=output, progress=not no_progress, window_events=window_events, jobs=jobs)
         raise typer.Exit(code)
