@@ -73,25 +73,46 @@ def region_table(trace) -> dict[str, np.ndarray]:
 
 
 def target_region(trace) -> np.ndarray:
-    """Region each row writes into (a get's local destination), -1 if none."""
+    """Region each row writes into (a get's local destination), -1 if none; int16 like the column."""
     def build():
-        reg = trace["region"].astype(np.int64)
-        is_get = trace["kind"] == K_GET
-        if is_get.any():
-            reg = np.where(is_get, trace["local_region"].astype(np.int64), reg)
-        return np.where(reg >= 0, reg, -1)
+        kind, region = trace["kind"], trace["region"]
+        local = trace["local_region"] if bool((kind == K_GET).any()) else region
+        out = np.empty(trace.n, np.int16)
+        _target_kernel(kind, region, local, out)
+        return out
     return cached(trace, "target_region", build)
 
 
 def extent(trace) -> np.ndarray:
     """Elements a row writes at its target: ceil(nbytes / elem_bytes), 1 for signal/amo/wait."""
     def build():
-        reg = target_region(trace)
-        eb = region_table(trace)["elem_bytes"][np.where(reg >= 0, reg, 0)]
-        nb = trace["nbytes"]
-        ext = np.where(nb != NULL64, (np.maximum(nb, 0) + eb - 1) // eb, 1)
-        return np.where(reg >= 0, ext, 0).astype(np.int64)
+        out = np.empty(trace.n, np.int64)
+        _extent_kernel(target_region(trace), trace["nbytes"], region_table(trace)["elem_bytes"], out)
+        return out
     return cached(trace, "extent", build)
+
+
+# One pass each: the numpy forms made several int64 temporaries of the trace's length.
+@kernel
+def _target_kernel(kind, region, local_region, out):
+    for i in range(len(kind)):
+        r = local_region[i] if kind[i] == K_GET else region[i]
+        out[i] = r if r >= 0 else -1
+
+
+@kernel
+def _extent_kernel(treg, nbytes, elem_bytes, out):
+    for i in range(len(treg)):
+        r = treg[i]
+        if r < 0:
+            out[i] = 0
+            continue
+        nb = nbytes[i]
+        eb = elem_bytes[r]
+        if nb == NULL64:
+            out[i] = 1
+        else:
+            out[i] = (max(nb, 0) + eb - 1) // eb if eb != 0 else 0  # numpy's x // 0 is 0
 
 
 # ---- per-core scans ---------------------------------------------------------

@@ -127,10 +127,21 @@ class Unfenced:
 
 
 def _flagrow(trace) -> np.ndarray:
-    rt = P.region_table(trace)
-    reg = trace["region"].astype(np.int64)
-    role = rt["role"][np.where(reg >= 0, reg, 0)]
-    return (reg >= 0) & np.isin(role, (int(Role.FLAG), int(Role.COUNTER)))
+    """Per row: does it target a flag or counter region? Shared by both passes, built once."""
+    def build():
+        role = P.region_table(trace)["role"]
+        flag = (role == int(Role.FLAG)) | (role == int(Role.COUNTER))
+        out = np.empty(trace.n, np.bool_)
+        _flagrow_kernel(trace["region"], flag, out)
+        return out
+    return P.cached(trace, "flagrow", build)
+
+
+@kernel
+def _flagrow_kernel(region, flag, out):
+    for i in range(len(region)):
+        r = region[i]
+        out[i] = r >= 0 and flag[r]
 
 
 def _ordered(names) -> np.ndarray:
@@ -153,9 +164,8 @@ def unfenced(trace, ordered_names=DEFAULT_ORDERED) -> Unfenced:
         flags = np.flatnonzero(hit_put >= 0)
         if not len(flags):
             return Unfenced(hit_put, hit_q, flags, np.zeros(0, np.int64), np.zeros(0, np.int64))
-        site = trace["site"].astype(np.int64)
-        ident = np.stack((trace["rank"].astype(np.int64)[flags], trace["core"].astype(np.int64)[flags],
-                          trace["launch"].astype(np.int64)[flags], site[hit_put[flags]]))
+        ident = np.stack([a.astype(np.int64) for a in (trace["rank"][flags], trace["core"][flags],
+                                                         trace["launch"][flags], trace["site"][hit_put[flags]])])
         _, first, inv = np.unique(ident, axis=1, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
         # Renumber groups by their first flag write, so group order is row order.

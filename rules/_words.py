@@ -159,7 +159,7 @@ def _build_lexsort(trace) -> Words:
     # A multi-word wait (`words` on its begin) covers each of its words.
     we = np.flatnonzero((kind == P.K_WEND) & (key >= 0))
     _, e2b = P.wait_pairs(trace)
-    nw = trace["words"].astype(np.int64)[np.maximum(e2b[we], 0)]
+    nw = trace["words"][np.maximum(e2b[we], 0)].astype(np.int64)
     nw = np.where((e2b[we] >= 0) & (nw > 0), nw, 1)
     wk, wsrc = _expand(key[we], nw)
     we = we[wsrc]

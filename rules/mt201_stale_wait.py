@@ -13,7 +13,7 @@ from .base import Confidence, Family, Rule, Severity
 
 
 @kernel
-def _scan(lo, hi, wkey, wrow, wphase, rc, phase_all, erow, ekey, out):
+def _scan(lo, hi, wkey, wrow, wphase, rank, core, phase_all, erow, ekey, out):
     # For each wait_end: if no write of its launch to its word can precede it
     # (every one is later on its own core, or after a barrier it had not
     # reached), the value came from an earlier launch: name the last one.
@@ -22,7 +22,7 @@ def _scan(lo, hi, wkey, wrow, wphase, rc, phase_all, erow, ekey, out):
         can = False
         for w in range(lo[j], hi[j]):
             r = wrow[w]
-            after = (rc[r] == rc[e] and r > e) or wphase[w] > phase_all[e]
+            after = (r > e and rank[r] == rank[e] and core[r] == core[e]) or wphase[w] > phase_all[e]
             if not after:
                 can = True
                 break
@@ -82,9 +82,8 @@ class StaleWait(Rule):
         lo = np.searchsorted(w.ck, eck, "left")
         hi = np.searchsorted(w.ck, eck, "right")
         phase_all, _ = P.phases(trace)
-        rc = trace["rank"].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"].astype(np.int64)
         out = np.full(len(ends), -1, np.int64)
-        _scan(lo, hi, w.key, w.row, w.phase, rc, phase_all, ends, ekey, out)
+        _scan(lo, hi, w.key, w.row, w.phase, trace["rank"], trace["core"], phase_all, ends, ekey, out)
         _, e2b = P.wait_pairs(trace)
         conf = Confidence.PARTIAL_TRACE if trace.partial else Confidence.CERTAIN
         for j in np.flatnonzero(out >= 0):

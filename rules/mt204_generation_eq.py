@@ -63,14 +63,14 @@ class GenerationEq(Rule):
             return
         kind = trace["kind"]
         rt = P.region_table(trace)
-        reg = trace["region"].astype(np.int64)
+        reg = trace["region"]
         mono = (reg >= 0) & rt["monotonic"][np.where(reg >= 0, reg, 0)]
         begins = np.flatnonzero((kind == P.K_WBEGIN) & (trace["cmp"] == int(Cmp.EQ)) & mono)
         if not len(begins):
             return
         b2e, _ = P.wait_pairs(trace)
         end = b2e[begins]
-        target = trace["value"].astype(np.int64)[begins]
+        target = trace["value"][begins].astype(np.int64)
         w = W.words(trace)
         vmax = np.full(len(w.row), NULL64, np.int64)
         if len(w.row):
@@ -89,7 +89,7 @@ class GenerationEq(Rule):
         rest = np.flatnonzero(~beyond)
         if not len(rest):
             return
-        site = trace["site"].astype(np.int64)[begins[rest]]
+        site = trace["site"][begins[rest]].astype(np.int64)
         _, first, counts = np.unique(np.stack((reg[begins[rest]], site)), axis=1, return_index=True,
                                      return_counts=True)
         for f, c in sorted(zip(first.tolist(), counts.tolist())):

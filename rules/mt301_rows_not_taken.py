@@ -43,20 +43,22 @@ class RowsNotTaken(Rule):
         if trace.n == 0:
             return
         kind = trace["kind"]
-        req = trace["requested"].astype(np.int64)
-        got = trace["delivered"].astype(np.int64)
-        rows = np.flatnonzero((kind == int(P.Kind.DELIVER)) & (got < req) & (got != P.NULL32))
+        # The delivers first, then their fields: no int64 copies of the whole trace.
+        rows = np.flatnonzero(kind == int(P.Kind.DELIVER))
+        req = trace["requested"][rows].astype(np.int64)
+        got = trace["delivered"][rows].astype(np.int64)
+        short = (got < req) & (got != P.NULL32)
+        rows, req, got = rows[short], req[short], got[short]  # indexed like rows from here on
         if not len(rows):
             return
-        rank = trace["rank"].astype(np.int64)[rows]
-        le = trace["local_expert"].astype(np.int64)[rows]
-        launch = trace["launch"].astype(np.int64)[rows]
-        lost = (req - got)[rows]
+        rank = trace["rank"][rows].astype(np.int64)
+        le = trace["local_expert"][rows].astype(np.int64)
+        launch = trace["launch"][rows].astype(np.int64)
+        lost = req - got
         _, g = np.unique(np.stack((rank, le, launch)), axis=1, return_inverse=True)
         g = g.reshape(-1)
         _, g_re = np.unique(np.stack((rank, le)), axis=1, return_inverse=True)
         totals = np.bincount(g_re.reshape(-1), weights=lost).astype(np.int64)
-        cap = trace["capacity"].astype(np.int64)
         # Groups in row order of their first member; rows in a group by loss, largest first.
         order = np.lexsort((rows, -lost, g))
         parts = np.split(order, np.flatnonzero(np.diff(g[order])) + 1)
@@ -67,9 +69,9 @@ class RowsNotTaken(Rule):
             d = trace.describe(first)
             total = int(lost[members].sum())
             srcs = sorted({int(x) for x in trace["src_rank"][rr]})
-            caps = {int(x) for x in cap[rr] if x != P.NULL32}
+            caps = {int(x) for x in trace["capacity"][rr] if x != P.NULL32}
             extra = {"rank": d["rank"], "local_expert": d["local_expert"], "launch": d["launch"], "lost": total,
-                     "requested": int(req[rr].sum()), "delivered": int(got[rr].sum()),
+                     "requested": int(req[members].sum()), "delivered": int(got[members].sum()),
                      "capacity": min(caps) if caps else None, "src_ranks": srcs,
                      "lost_total": int(totals[g_re.reshape(-1)[members[0]]])}
             msg = (f"rank {d['rank']} launch {d['launch']} local expert {d['local_expert']}: {total} rows not "

@@ -40,10 +40,10 @@ class CountOverCapacity(Rule):
     def check(self, trace, ctx):
         if trace.n == 0:
             return
-        val = trace["value"].astype(np.int64)
-        cap = trace["capacity"].astype(np.int64)
-        over = (trace["kind"] == int(P.Kind.COUNT)) & (cap != P.NULL32) & (val != P.NULL64) & (val > cap)
-        for r in np.flatnonzero(over):
+        counts = np.flatnonzero(trace["kind"] == int(P.Kind.COUNT))  # then their fields: no whole-trace copies
+        val = trace["value"][counts]
+        cap = trace["capacity"][counts].astype(np.int64)
+        for r in counts[(cap != P.NULL32) & (val != P.NULL64) & (val > cap)]:
             d = trace.describe(int(r))
             excess = d["value"] - d["capacity"]
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: announced {d['value']} rows to rank "

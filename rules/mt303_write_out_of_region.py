@@ -5,7 +5,27 @@ from __future__ import annotations
 import numpy as np
 
 from . import _passes as P
+from ._jit import kernel
 from .base import Confidence, Family, Rule, Severity
+
+K_PUT, K_PUTSIG, K_SIGNAL, K_AMO, K_WRITE, K_GET = P.K_PUT, P.K_PUTSIG, P.K_SIGNAL, P.K_AMO, P.K_WRITE, P.K_GET
+
+
+@kernel
+def _outside(kind, treg, offset, loffset, ext, sig_region, sig_offset, length, out):
+    # 1: the target range leaves its region; 2: only a put_signal's signal word does.
+    for i in range(len(kind)):
+        k = kind[i]
+        r = treg[i]
+        if r >= 0 and (k == K_PUT or k == K_PUTSIG or k == K_SIGNAL or k == K_AMO or k == K_WRITE or k == K_GET):
+            o = loffset[i] if k == K_GET else offset[i]
+            if o < 0 or o + ext[i] > length[r]:
+                out[i] = 1
+                continue
+        if k == K_PUTSIG:
+            sr = sig_region[i]
+            if sr >= 0 and (sig_offset[i] < 0 or sig_offset[i] >= length[sr]):
+                out[i] = 2
 
 
 class WriteOutOfRegion(Rule):
@@ -43,21 +63,17 @@ class WriteOutOfRegion(Rule):
             return
         kind = trace["kind"]
         rt = P.region_table(trace)
-        reg = P.target_region(trace)
-        writes = np.isin(kind, (P.K_PUT, P.K_PUTSIG, P.K_SIGNAL, P.K_AMO, P.K_WRITE, P.K_GET)) & (reg >= 0)
-        off = np.where(kind == P.K_GET, trace["local_offset"], trace["offset"])
-        length = rt["length"][np.where(reg >= 0, reg, 0)]
-        ext = P.extent(trace)
-        bad = writes & ((off < 0) | (off + ext > length))
-        sreg = trace["sig_region"].astype(np.int64)
-        soff = trace["sig_offset"]
-        sig_bad = (kind == P.K_PUTSIG) & (sreg >= 0) & \
-            ((soff < 0) | (soff >= rt["length"][np.where(sreg >= 0, sreg, 0)]))
-        for r in np.flatnonzero(bad | sig_bad):
-            r = int(r)
+        reg, ext = P.target_region(trace), P.extent(trace)
+        offset, soff = trace["offset"], trace["sig_offset"]
+        loffset = trace["local_offset"] if bool((kind == K_GET).any()) else offset
+        sreg = trace["sig_region"]
+        out = np.zeros(trace.n, np.int8)
+        _outside(kind, reg, offset, loffset, ext, sreg, soff, rt["length"], out)
+        for r in np.flatnonzero(out).tolist():
             d = trace.describe(r)
-            if bad[r]:
-                where, o, e, ln = P.region_name(trace, int(reg[r])), int(off[r]), int(ext[r]), int(length[r])
+            if out[r] == 1:
+                o = int(loffset[r] if kind[r] == K_GET else offset[r])
+                where, e, ln = P.region_name(trace, int(reg[r])), int(ext[r]), int(rt["length"][reg[r]])
             else:
                 where, o, e = P.region_name(trace, int(sreg[r])), int(soff[r]), 1
                 ln = int(rt["length"][sreg[r]])

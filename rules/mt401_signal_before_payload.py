@@ -77,7 +77,7 @@ class SignalBeforePayload(Rule):
             named = f"{dq['kind']} {dq.get('engine', 'all')}" + (f" peer {dq['peer']}" if "peer" in dq else "")
             why = f"the {named} at seq {dq['seq']} does not cover it"
         seq = trace["seq"]
-        site = trace["site"].astype(np.int64)[fl]
+        site = trace["site"][fl].astype(np.int64)
         sites = sorted(set(site[site != P.NULL32].tolist()))
         more = ""
         if len(fl) > 1:

@@ -42,7 +42,7 @@ class PlainWriteInAtomic(Rule):
             return
         kind = trace["kind"]
         win = P.atomic_window(trace)
-        own = (kind == P.K_PUT) & (trace["peer"].astype(np.int64) == trace["rank"].astype(np.int64))
+        own = (kind == P.K_PUT) & (trace["peer"] == trace["rank"])  # both int16
         rows = np.flatnonzero((win >= 0) & ((kind == P.K_WRITE) | own))
         # One hit per (window, site): a loop of writes in one window is one misplaced copy.
         for g in P.groups(rows, win[rows], trace["site"][rows]):

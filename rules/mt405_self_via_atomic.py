@@ -40,7 +40,7 @@ class SelfViaAtomic(Rule):
         if trace.n == 0:
             return
         win = P.atomic_window(trace)
-        own = (trace["kind"] == P.K_GET) & (trace["peer"].astype(np.int64) == trace["rank"].astype(np.int64))
+        own = (trace["kind"] == P.K_GET) & (trace["peer"] == trace["rank"])  # both int16
         rows = np.flatnonzero(own & (win >= 0))
         # One hit per (window, site): the tiles of one self contribution are one mistake.
         for g in P.groups(rows, win[rows], trace["site"][rows]):

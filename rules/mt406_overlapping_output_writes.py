@@ -90,9 +90,9 @@ class OverlappingOutputWrites(Rule):
         if len(rows) < 2:
             return
         _, phase_core = P.phases(trace)
-        launch = trace["launch"].astype(np.int64)[rows]
-        rank = trace["rank"].astype(np.int64)[rows]
-        core = trace["core"].astype(np.int64)[rows]
+        launch = trace["launch"][rows].astype(np.int64)
+        rank = trace["rank"][rows].astype(np.int64)
+        core = trace["core"][rows].astype(np.int64)
         start = trace.key[rows]
         end = start + P.extent(trace)[rows]
         # Dense group ids keep the sweep's group test a single compare.

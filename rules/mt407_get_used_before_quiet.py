@@ -154,9 +154,9 @@ class GetUsedBeforeQuiet(Rule):
         gets = np.flatnonzero(use >= 0)
         if not len(gets):
             return
-        site = trace["site"].astype(np.int64)
-        ident = np.stack((trace["rank"].astype(np.int64)[gets], trace["core"].astype(np.int64)[gets],
-                          trace["launch"].astype(np.int64)[gets], site[gets], site[use[gets]]))
+        site = trace["site"]
+        ident = np.stack([a.astype(np.int64) for a in (trace["rank"][gets], trace["core"][gets],
+                                                         trace["launch"][gets], site[gets], site[use[gets]])])
         _, first, inv = np.unique(ident, axis=1, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
         for gid in np.argsort(first, kind="stable"):
@@ -195,7 +195,7 @@ def _previous_same_destination(trace, gets: np.ndarray) -> np.ndarray:
     prev = np.full(trace.n, -1, np.int64)
     if len(gets) < 2:
         return prev
-    rc = trace["rank"].astype(np.int64)[gets] * (trace.manifest.cores + 1) + trace["core"].astype(np.int64)[gets]
+    rc = trace["rank"][gets].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"][gets].astype(np.int64)
     k = trace.key[gets]
     order = np.lexsort((gets, k, rc))
     same = (rc[order][1:] == rc[order][:-1]) & (k[order][1:] == k[order][:-1])

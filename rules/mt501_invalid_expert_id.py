@@ -45,12 +45,13 @@ class InvalidExpertId(Rule):
         if trace.n == 0 or ne is None:
             return
         sentinel = trace.manifest.param("expert_sentinel")
-        expert = trace["expert"].astype(np.int64)
-        bad = (trace["kind"] == int(P.Kind.ROUTE)) & ((expert < 0) | (expert >= int(ne))) & (expert != P.NULL32)
+        routes = np.flatnonzero(trace["kind"] == int(P.Kind.ROUTE))  # then their experts: no whole-trace copy
+        expert = trace["expert"][routes].astype(np.int64)
+        bad = ((expert < 0) | (expert >= int(ne))) & (expert != P.NULL32)
         if sentinel is not None:
             bad &= expert != int(sentinel)
         allowed = "no sentinel" if sentinel is None else f"sentinel {sentinel}"
-        for r in np.flatnonzero(bad):
+        for r in routes[bad]:
             d = trace.describe(int(r))
             dst = f", sent to rank {d['dst_rank']}" if "dst_rank" in d else ", not sent"
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: token {d['token']} top-k {d['topk']} "

@@ -60,11 +60,10 @@ class CountMismatch(Rule):
         rb = np.flatnonzero(kind == int(P.Kind.DELIVER))
         if not len(ra) and not len(rb):
             return
-        rank = trace["rank"].astype(np.int64)
-        launch = trace["launch"].astype(np.int64)
-        le = trace["local_expert"].astype(np.int64)
-        ka = np.stack((launch[ra], rank[ra], trace["peer"].astype(np.int64)[ra], le[ra]))
-        kb = np.stack((launch[rb], trace["src_rank"].astype(np.int64)[rb], rank[rb], le[rb]))
+        # Gather the count / deliver rows first, then widen: no int64 copies of the whole trace.
+        rank, launch, le = trace["rank"], trace["launch"], trace["local_expert"]
+        ka = np.stack([c[ra].astype(np.int64) for c in (launch, rank, trace["peer"], le)])
+        kb = np.stack([c[rb].astype(np.int64) for c in (launch, trace["src_rank"], rank, le)])
         uniq, inv = np.unique(np.concatenate((ka, kb), axis=1), axis=1, return_inverse=True)
         inv = inv.reshape(-1)
         g = uniq.shape[1]
@@ -72,10 +71,8 @@ class CountMismatch(Rule):
         last_b = np.full(g, -1, np.int64)
         np.maximum.at(last_a, inv[: len(ra)], ra)
         np.maximum.at(last_b, inv[len(ra):], rb)
-        val = trace["value"].astype(np.int64)
-        req = trace["requested"].astype(np.int64)
-        va = np.where(last_a >= 0, val[np.maximum(last_a, 0)], 0)
-        vb = np.where(last_b >= 0, req[np.maximum(last_b, 0)], 0)
+        va = np.where(last_a >= 0, trace["value"][np.maximum(last_a, 0)].astype(np.int64), 0)
+        vb = np.where(last_b >= 0, trace["requested"][np.maximum(last_b, 0)].astype(np.int64), 0)
         # Which (launch, rank) pairs recorded any count / deliver at all.
         announced = set(zip(launch[ra].tolist(), rank[ra].tolist()))
         received = set(zip(launch[rb].tolist(), rank[rb].tolist()))
