@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from ingest.dataset import (BLOCK_EVENTS, EVENTS_DIR, MANIFEST_FILE, REPORT_FILE, CoreReport,  # noqa: E402
                             IngestReport, SourceReport)
-from ingest.writer import conform, cut_blocks, launch_counts, row_cuts, write_events  # noqa: E402
+from ingest.writer import blocks_of, conform, cut_blocks, launch_counts, row_cuts, write_events  # noqa: E402
 from ingest.manifest import Manifest  # noqa: E402
 from ingest.rings import write_ring_file  # noqa: E402
 
@@ -117,12 +117,14 @@ def build(protocol: str, events: int) -> Path:
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "rings").mkdir(parents=True)
-    report = IngestReport(blocks=_blocks(order, manifests))
+    values, counts = _launch_counts(order, manifests)
+    edges = cut_blocks(values, counts, BLOCK_EVENTS)
+    report = IngestReport(blocks=blocks_of(values, counts, edges))
     for rank in range(manifest.ranks):
         table = _assemble_rank(order, manifests, remap, rank)
         d = tmp / "dataset" / EVENTS_DIR / f"rank={rank}"
         d.mkdir(parents=True)
-        cuts = row_cuts(table.column("core").to_numpy(), table.column("launch").to_numpy(), report.blocks)
+        cuts = row_cuts(table.column("core").to_numpy(), table.column("launch").to_numpy(), edges)
         write_events(table, d / "part-0.parquet", cuts)
         write_ring_file(tmp / "rings" / f"rank{rank:02d}.mtr", table, manifest)
         core = table.column("core").to_numpy()
@@ -142,8 +144,8 @@ def build(protocol: str, events: int) -> Path:
     return out
 
 
-def _blocks(order, manifests) -> list:
-    """The writer's blocks for the assembled trace: each copy's launch counts, shifted as assembled."""
+def _launch_counts(order, manifests):
+    """(launches, events in each) of the assembled trace: each copy's counts, shifted as assembled."""
     vals, counts, launch_off = [], [], 0
     for p, m in zip(order, manifests):
         files = sorted((p / EVENTS_DIR).glob("rank=*/part-0.parquet"))
@@ -151,7 +153,7 @@ def _blocks(order, manifests) -> list:
         vals.append(v + launch_off)
         counts.append(c)
         launch_off += int(m.param("rounds", 1))
-    return cut_blocks(np.concatenate(vals), np.concatenate(counts), BLOCK_EVENTS)
+    return np.concatenate(vals), np.concatenate(counts)
 
 
 def _assemble_rank(order, manifests, remap, rank: int) -> pa.Table:

@@ -50,7 +50,9 @@ class DatasetWriter:
         if block_events < 1:
             raise ValueError("block_events must be positive")
         self.block_events = block_events
-        self._rows = 0
+        # Launches that end a block (the last block is open-ended), fixed by the first
+        # rows added so every rank can be encoded as soon as it arrives (see _edges_from).
+        self._edges: np.ndarray | None = None
         if self.out.exists() and not overwrite:
             raise TraceError(self.out, "", "output already exists (use --force to replace it)")
         self._by_rank: dict[int, list[pa.Table]] = {}
@@ -60,8 +62,7 @@ class DatasetWriter:
         # release the GIL): speculatively as soon as a source adds a rank, so
         # the next source decodes while this one compresses. A rank that gets
         # more rows later is encoded again at commit; results are used in rank
-        # order, so errors are the same as a sequential write.  Only while the
-        # trace still fits one block: a larger one is cut into blocks at commit.
+        # order, so errors are the same as a sequential write.
         self._pool: ThreadPoolExecutor | None = None
         self._spec: dict[int, tuple[int, Future]] = {}
 
@@ -70,7 +71,7 @@ class DatasetWriter:
             self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
                                             thread_name_prefix="moetrace-write")
         parts = list(self._by_rank[rank])
-        fut = self._pool.submit(self._encode_rank, rank, parts, self.report.blocks)
+        fut = self._pool.submit(self._encode_rank, rank, parts, self._edges)
         self._spec[rank] = (len(parts), fut)
         return fut
 
@@ -96,8 +97,9 @@ class DatasetWriter:
             source.lost += int(k)
         if n == 0:
             return
-        self._rows += n
         ranks = table.column("rank").to_numpy()
+        if self._edges is None:
+            self._edges = _edges_from(table.column("launch"), ranks, self.manifest.ranks, self.block_events)
         touched = []
         if ranks.min() == ranks.max():
             touched.append(int(ranks[0]))
@@ -115,11 +117,6 @@ class DatasetWriter:
                 part = table.slice(s, e - s) if in_order else table.take(order[s:e])
                 self._by_rank.setdefault(r, []).append(part)
                 touched.append(r)
-        if self._rows > self.block_events:
-            for _, fut in self._spec.values():
-                fut.cancel()
-            self._spec.clear()
-            return
         for r in touched:
             spec = self._spec.pop(r, None)
             if spec is None:
@@ -154,12 +151,13 @@ class DatasetWriter:
         (stage / EVENTS_DIR).mkdir()
         cores: dict[tuple[int, int], CoreReport] = {}
         ranks = sorted(self._by_rank)
-        self.report.blocks = cut_blocks(*launch_counts([t.column("launch") for r in ranks
-                                                        for t in self._by_rank[r]]), self.block_events)
+        edges = self._edges if self._edges is not None else np.zeros(0, np.int64)
+        self.report.blocks = blocks_of(*launch_counts([t.column("launch") for r in ranks
+                                                       for t in self._by_rank[r]]), edges)
         futures = {}
         for rank in ranks:
             spec = self._spec.get(rank)
-            ok = spec is not None and spec[0] == len(self._by_rank[rank]) and len(self.report.blocks) <= 1
+            ok = spec is not None and spec[0] == len(self._by_rank[rank])
             futures[rank] = spec[1] if ok else self._submit(rank)
         try:
             for rank in ranks:
@@ -191,7 +189,7 @@ class DatasetWriter:
         (stage / REPORT_FILE).write_text(json.dumps(self.report.to_json(), indent=2) + "\n")
 
     def _encode_rank(self, rank: int, parts: list[pa.Table],
-                     blocks: list[Block]) -> tuple[pa.Buffer, list[CoreReport], int]:
+                     edges: np.ndarray | None) -> tuple[pa.Buffer, list[CoreReport], int]:
         """Order, check and encode one rank (runs in a worker thread); a row group per (core, block)."""
         table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
         del parts
@@ -204,7 +202,7 @@ class DatasetWriter:
         reports = [CoreReport(rank, int(core[s]), int(e - s), 0, int(seq[s]), int(seq[e - 1]))
                    for s, e in zip(starts, ends)]
         table = table.drop_columns([_SRC, _POS])
-        cuts = row_cuts(core, _column_numpy(table, "launch"), blocks)
+        cuts = row_cuts(core, _column_numpy(table, "launch"), edges)
         sink = pa.BufferOutputStream()
         write_events(table, sink, cuts)
         return sink.getvalue(), reports, table.num_rows
@@ -307,25 +305,52 @@ def launch_counts(launches: list[pa.ChunkedArray]) -> tuple[np.ndarray, np.ndarr
     return v.astype(np.int64), np.bincount(inv, weights=np.concatenate(counts)).astype(np.int64)
 
 
-def cut_blocks(values: np.ndarray, counts: np.ndarray, target: int) -> list[Block]:
-    """Cut launches into runs of at least ``target`` events (the last may be smaller).
+def cut_blocks(values: np.ndarray, counts: np.ndarray, target: int) -> np.ndarray:
+    """Block edges: the launches after which a block of at least ``target`` events ends.
 
-    A block is whole launches of every rank, so a window of blocks holds each
-    launch it touches complete on every core.
+    Blocks are runs of whole launches of every rank (so a window of blocks
+    holds each launch it touches complete on every core); the last block runs
+    from the last edge on, so it takes launches no count has seen yet.
     """
-    out, start, acc = [], 0, 0
-    for i in range(len(values)):
-        acc += int(counts[i])
-        if acc >= target or i == len(values) - 1:
-            out.append(Block(int(values[start]), int(values[i]), acc))
-            start, acc = i + 1, 0
+    edges, acc = [], 0
+    for v, c in zip(values.tolist(), counts.tolist()):
+        acc += c
+        if acc >= target:
+            edges.append(v)
+            acc = 0
+    if edges and edges[-1] == values[-1]:
+        edges.pop()  # nothing after it: the last block is the open one
+    return np.array(edges, np.int64)
+
+
+def _edges_from(launch: pa.ChunkedArray, ranks: np.ndarray, all_ranks: int, target: int) -> np.ndarray:
+    """Block edges from the first rows added, scaled to the whole trace.
+
+    Edges only decide where blocks end, never what a block holds, so an
+    estimate from the first source (a rank's ring dump is 1/P of the trace)
+    keeps every rank's encoding free to start at once; the exact counts are
+    taken at commit.
+    """
+    values, counts = launch_counts([launch])
+    here = len(np.unique(ranks))
+    return cut_blocks(values, counts * max(all_ranks / max(here, 1), 1.0), target)
+
+
+def blocks_of(values: np.ndarray, counts: np.ndarray, edges: np.ndarray) -> list[Block]:
+    """The blocks these launch counts fill between ``edges`` (empty blocks dropped)."""
+    if not len(values):
+        return []
+    block = np.searchsorted(edges, values, side="left")
+    out = []
+    for k in np.unique(block).tolist():
+        m = block == k
+        out.append(Block(int(values[m][0]), int(values[m][-1]), int(counts[m].sum())))
     return out
 
 
-def row_cuts(core: np.ndarray, launch: np.ndarray, blocks: list[Block]) -> np.ndarray | None:
+def row_cuts(core: np.ndarray, launch: np.ndarray, edges: np.ndarray | None) -> np.ndarray | None:
     """Rows of a (core, seq)-ordered rank where a row group must start: each (core, block) run its own."""
-    if len(blocks) <= 1:
+    if edges is None or not len(edges):
         return None
-    his = np.array([b.launch_hi for b in blocks], np.int64)
-    block = np.searchsorted(his, launch, side="left")
+    block = np.searchsorted(edges, launch, side="left")
     return np.flatnonzero((core[1:] != core[:-1]) | (block[1:] != block[:-1])) + 1

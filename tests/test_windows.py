@@ -102,6 +102,27 @@ def test_row_groups_never_straddle_a_block(tmp_path):
             assert len(np.unique(np.searchsorted(his, t.column("launch").to_numpy()))) == 1
 
 
+def test_blocks_of_per_rank_dumps_are_estimated_from_the_first_and_counted_exactly(tmp_path):
+    from ingest.ring_encode import write_ring_file
+
+    whole, _ = _blocked(tmp_path, rounds=4)
+    ref = Dataset(whole)
+    rings = tmp_path / "rings"
+    rings.mkdir()
+    shutil.copy(whole / "manifest.json", rings / "manifest.json")
+    for r in ref.ranks:  # one dump per rank, as devices write them
+        write_ring_file(rings / f"rank{r}.mtr", ref.table(ranks=[r]), ref.manifest)
+    ingest([rings], tmp_path / "from_rings", block_events=1000)
+    ds = Dataset(tmp_path / "from_rings")
+    full = ref.arrays(["rank", "core", "seq", "launch"])
+    assert len(ds.blocks) >= 2
+    assert sum(b.events for b in ds.blocks) == len(full["seq"])
+    for k, b in enumerate(ds.blocks):
+        m = (full["launch"] >= b.launch_lo) & (full["launch"] <= b.launch_hi)
+        assert m.sum() == b.events
+        np.testing.assert_array_equal(ds.arrays(["seq"], blocks=(k, k + 1))["seq"], full["seq"][m])
+
+
 def test_window_read_of_a_file_written_without_cuts_is_still_right(tmp_path):
     whole, blk = _blocked(tmp_path)
     ds = Dataset(blk)
