@@ -99,7 +99,7 @@ def _size_section(s: dict, columns: list[str]) -> list[str]:
     if "baseline" in t:
         out.append(f"- baseline result rows {s['baseline_results']} (missing producers, stuck waits, "
                    f"unquiesced signals)")
-    if "diagnose" in t:
+    if "compile" in s:
         c = s["compile"]
         out += [f"- numba: first diagnose with an empty NUMBA_CACHE_DIR {c['first']:.2f} s, second {c['second']:.2f} s: "
                 f"compile ~{c['first'] - c['second']:.1f} s; the second run wrote {c['written_by_second']} of "
