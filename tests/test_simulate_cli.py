@@ -49,6 +49,7 @@ def test_simulate_text_and_bad_input(cli, tmp_path):
 def test_demo_hangs_in_combine(cli, tmp_path):
     r = cli("demo", "-o", tmp_path)
     assert "hung" in r.stdout and "stuck wait" in r.stdout and "combine_status" in r.stdout
+    assert r.code == 0 and r.stdout.rstrip().endswith("demo exit 0")
 
 
 def test_fused_capacity_skew_is_diagnosed_at_its_receiver(cli, tmp_path):
