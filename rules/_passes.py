@@ -46,6 +46,16 @@ PIPE_SYNC_ALL = int(PipeOp.SYNC_ALL)
 NULL8, NULL16, NULL32, NULL64 = -(2**7), -(2**15), -(2**31), -(2**63)
 
 
+def row_dtype(n: int):
+    """Row numbers of a trace of ``n`` events: int32 while they fit, half the memory of int64."""
+    return np.int32 if n < 2**31 else np.int64
+
+
+def rows_full(n: int) -> np.ndarray:
+    """A per-row array of row numbers, -1 everywhere (a pass writes the rows it finds)."""
+    return np.full(n, -1, row_dtype(n))
+
+
 def cached(trace, name: str, build: Callable[[], T]) -> T:
     """Build once per TraceView; the cache lives on the view so it dies with it."""
     store = trace.__dict__.setdefault("_rule_passes", {})
@@ -189,7 +199,7 @@ def _cover_kernel(seg, kind, engine, peer, fences, nranks, out):
 def cover(trace, fences: bool) -> np.ndarray:
     """Per op row, the first later row of its core that completes it (or, with fences, orders it); -1 if none."""
     def build():
-        out = np.full(trace.n, -1, np.int64)
+        out = rows_full(trace.n)
         if trace.n:
             _cover_kernel(trace.segments, trace["kind"], trace["engine"], trace["peer"],
                           bool(fences), int(trace.manifest.ranks), out)
@@ -213,7 +223,7 @@ def _atomic_kernel(seg, kind, op, out):
 def atomic_window(trace) -> np.ndarray:
     """Per row, the atomic_mode add row whose window it lies in; -1 outside any add window."""
     def build():
-        out = np.full(trace.n, -1, np.int64)
+        out = rows_full(trace.n)
         if trace.n:
             _atomic_kernel(trace.segments, trace["kind"], trace["op"], out)
         return out
@@ -239,8 +249,7 @@ def _wait_kernel(seg, kind, b2e, e2b):
 def wait_pairs(trace) -> tuple[np.ndarray, np.ndarray]:
     """(begin_to_end, end_to_begin) row maps; -1 where unpaired (a begin with -1 never ended)."""
     def build():
-        b2e = np.full(trace.n, -1, np.int64)
-        e2b = np.full(trace.n, -1, np.int64)
+        b2e, e2b = rows_full(trace.n), rows_full(trace.n)
         if trace.n:
             _wait_kernel(trace.segments, trace["kind"], b2e, e2b)
         return b2e, e2b

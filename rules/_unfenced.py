@@ -156,8 +156,7 @@ def unfenced(trace, ordered_names=DEFAULT_ORDERED) -> Unfenced:
 
     def build():
         n = trace.n
-        hit_put = np.full(n, -1, np.int64)
-        hit_q = np.full(n, -1, np.int64)
+        hit_put, hit_q = P.rows_full(n), P.rows_full(n)
         if n:
             _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
                   _ordered(names), int(trace.manifest.ranks), hit_put, hit_q)
@@ -181,7 +180,7 @@ def put_flag(trace, ordered_names=DEFAULT_ORDERED) -> np.ndarray:
     names = tuple(sorted(ordered_names))
 
     def build():
-        out = np.full(trace.n, -1, np.int64)
+        out = P.rows_full(trace.n)
         if trace.n:
             _put_flag(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
                       _ordered(names), int(trace.manifest.ranks), out)

@@ -27,7 +27,7 @@ OP_ADD, NULL64 = P.OP_ADD, P.NULL64  # plain globals for numba
 
 @dataclass(frozen=True)
 class Words:
-    row: np.ndarray      # event row of the write
+    row: np.ndarray      # event row of the write (``_passes.row_dtype``)
     key: np.ndarray      # element key
     region: np.ndarray
     launch: np.ndarray
@@ -186,9 +186,9 @@ def _build_lexsort(trace) -> Words:
     last = np.zeros(len(rows), bool)
     if len(rows):
         _simulate(wkey, wl, wop, wval, init, init_known, after, last)
-    # The packed form's dtypes: region, launch, phase and op as narrow as their columns.
-    return Words(rows, wkey, wreg.astype(np.int16), wl.astype(np.int32), wph.astype(np.int32),
-                 wop.astype(np.int8), wval, after, last, ck, lmin, lspan, kind[rows])
+    # The packed form's dtypes: rows, region, launch, phase and op as narrow as their columns.
+    return Words(rows.astype(P.row_dtype(trace.n)), wkey, wreg.astype(np.int16), wl.astype(np.int32),
+                 wph.astype(np.int32), wop.astype(np.int8), wval, after, last, ck, lmin, lspan, kind[rows])
 
 
 # ---- packed form ------------------------------------------------------------

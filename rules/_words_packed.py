@@ -104,16 +104,27 @@ def _wait_keys(fill, kind, key, e2b, words, launch, rank, core, kmin, kmax, lmin
 
 
 @kernel
-def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, gk, grow, info, rcs, reset, has_reset,
+def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, wp, n, info, rcs, reset, has_reset,
             o_row, o_key, o_reg, o_launch, o_phase, o_op, o_value, o_after, o_last, o_kind):
     # Per (ck, phase) group of the sorted pk: decode, move the writes after a wait of
     # their core on the word behind the others (stable), simulate. pk becomes ck.
     m = len(pk)
-    g = len(gk)
+    g = len(wp)
     span = 2 * ns
     ck_lo = kmin * lspan
-    buf = np.empty(320, np.int64)  # the after-wait entries of a group, parked (5 fields each)
-    flag = np.empty(64, np.bool_)
+    # Scratch sized once for the largest group: an array variable reassigned in the loop makes
+    # numba count references on every inner iteration.
+    longest = 0
+    i = 0
+    while i < m:
+        e = i
+        hi_pk = (pk[i] // span + 1) * span
+        while e < m and pk[e] < hi_pk:
+            e += 1
+        longest = max(longest, e - i)
+        i = e
+    buf = np.empty(5 * longest, np.int64)  # the after-wait entries of a group, parked (5 fields each)
+    flag = np.empty(longest, np.bool_)
     j = 0
     i = 0
     cur = np.int64(0)
@@ -124,26 +135,23 @@ def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, gk, grow, info, rcs, reset, h
         ck_off = grp // nph
         lo_pk = grp * span
         hi_pk = lo_pk + span
-        while j < g and gk[j] < ck_off * rcs:
+        while j < g and wp[j] < ck_off * rcs * n:
             j += 1
         jend = j
-        while jend < g and gk[jend] < (ck_off + 1) * rcs:
+        while jend < g and wp[jend] < (ck_off + 1) * rcs * n:
             jend += 1
         e = i
         while e < m and pk[e] < hi_pk:
             e += 1
-        if e - i > len(flag):
-            flag = np.empty(2 * (e - i), np.bool_)
-            buf = np.empty(10 * (e - i), np.int64)
         naw = 0
         for q in range(i, e):
             s = (pk[q] - lo_pk) >> 1
             row = info[s, 0]
             a = False
             if jend > j:  # the same (key, launch, rank/core) waited at an earlier row
-                t = ck_off * rcs + info[s, 1]
-                kk = j + np.searchsorted(gk[j:jend], t)
-                a = kk < jend and gk[kk] == t and grow[kk] < row
+                t = (ck_off * rcs + info[s, 1]) * n
+                kk = j + np.searchsorted(wp[j:jend], t)  # its first wait, if any
+                a = kk < jend and wp[kk] < t + row
             flag[q - i] = a
             naw += a
             meta = info[s, 3]
@@ -249,23 +257,19 @@ def build_packed(trace) -> Words | None:
     del cols
     pk.sort()
 
-    # Wait groups (ck, rank/core) with their first row.
+    # Waits by (ck, rank/core), then row: a group's first wait is where a search for the group lands.
     _, e2b = P.wait_pairs(trace)
     wargs = (kind, key, e2b, trace["words"], launch, rank, core, np.int64(kmin), np.int64(kmax),
              np.int64(lmin), np.int64(lspan), np.int64(rcs), np.int64(cp1))
     wp = np.empty(_wait_keys(False, *wargs, none), np.int64)
     _wait_keys(True, *wargs, wp)
     wp.sort()
-    wg = wp // n
-    first = np.ones(len(wp), bool)
-    first[1:] = wg[1:] != wg[:-1]
-    gk, grow = wg[first], wp[first] % n
-    del wp, wg, first
 
-    row, wkey, value, after = (np.empty(m, np.int64) for _ in range(4))
+    wkey, value, after = (np.empty(m, np.int64) for _ in range(3))
+    row = np.empty(m, P.row_dtype(n))
     reg, wl, wph, op = np.empty(m, np.int16), np.empty(m, np.int32), np.empty(m, np.int32), np.empty(m, np.int8)
     last, wkind = np.empty(m, bool), np.empty(m, np.int8)
     _unpack(pk, np.int64(ns), np.int64(nph), np.int64(phmin), np.int64(lspan), np.int64(kmin), np.int64(lmin),
-            gk, grow, info, np.int64(rcs), rt["reset"], rt["has_reset"],
+            wp, np.int64(n), info, np.int64(rcs), rt["reset"], rt["has_reset"],
             row, wkey, reg, wl, wph, op, value, after, last, wkind)
     return Words(row, wkey, reg, wl, wph, op, value, after, last, pk, lmin, lspan, wkind)

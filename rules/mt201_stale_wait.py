@@ -79,8 +79,12 @@ class StaleWait(Rule):
         w = W.words(trace)
         ekey = trace.key[ends]
         eck = w.ckey(ekey, trace["launch"][ends])
-        lo = np.searchsorted(w.ck, eck, "left")
-        hi = np.searchsorted(w.ck, eck, "right")
+        # Searched in sorted order (the table is far larger than the cache): the same bounds,
+        # a fraction of the misses.
+        order = np.argsort(eck, kind="stable")
+        lo, hi = np.empty(len(eck), np.int64), np.empty(len(eck), np.int64)
+        lo[order] = np.searchsorted(w.ck, eck[order], "left")
+        hi[order] = np.searchsorted(w.ck, eck[order], "right")
         phase_all, _ = P.phases(trace)
         out = np.full(len(ends), -1, np.int64)
         _scan(lo, hi, w.key, w.row, w.phase, trace["rank"], trace["core"], phase_all, ends, ekey, out)

@@ -12,17 +12,46 @@ from .base import Confidence, Family, Rule, Severity
 K_WRITE, K_PUT, K_PUTSIG, K_SIGNAL, K_AMO = P.K_WRITE, P.K_PUT, P.K_PUTSIG, P.K_SIGNAL, P.K_AMO
 E_MTE, E_LOCAL = P.E_MTE, P.E_LOCAL
 _LOOKBACK = 64  # earlier writes of the same word examined per reset
+# A round, (launch, phase), is packed as ((launch - lmin) << 32) + phase: one int64 that
+# orders like the pair (phases count from 0).
 
 
 @kernel
-def _scan(wkey, wrow, wlaunch, wphase, wkind, engine, cov, launch, phase_all, rank, core, out):
-    # Per key run of the table. A candidate write's cover (row, launch, phase) is looked up once per
-    # entry, not once per reset that looks back at it: those gathers from the trace were the cost.
+def _round_of_cover(kind, engine, cov, launch, phase_all, lmin, out):
+    # Per row, in row order (cov is a later row of the same core: no random reads): -2 not a
+    # write that can be in flight, -1 never completed, else its completion's (launch, phase).
+    for i in range(len(kind)):
+        k = kind[i]
+        out[i] = -2
+        if not (k == K_PUT or k == K_PUTSIG or k == K_SIGNAL or k == K_AMO):
+            continue
+        # MTE signals and atomics are a store plus a pipe barrier: complete at issue.
+        if (k == K_SIGNAL or k == K_AMO) and (engine[i] == E_MTE or engine[i] == E_LOCAL):
+            continue
+        q = cov[i]
+        out[i] = -1 if q < 0 else ((launch[q] - lmin) << 32) + phase_all[q]
+
+
+@kernel
+def _scan(wkey, wrow, wlaunch, wphase, wkind, cround, cov, rank, core, lmin):
+    # Per key run of the table: (j, x) of each reset and the write racing it, in reset order.
+    # A reset looks back, newest first, at the candidate writes of its run still linked: a write
+    # that raced (reported once) or completed before a reset's round is unlinked, since the
+    # run's rounds only grow. Plain arrays sized once and hits in a list: an array variable
+    # reassigned in the loop makes numba count references on every inner iteration.
     m = len(wrow)
-    done = np.zeros(m, np.bool_)  # a racing write is reported once, at its first reset
-    cq = np.empty(256, np.int64)  # per entry of the run: cover row of a candidate, -1 none, -2 not one
-    cl = np.empty(256, np.int64)
-    cp = np.empty(256, np.int64)
+    longest = 0
+    a = 0
+    while a < m:
+        b = a
+        while b < m and wkey[b] == wkey[a]:
+            b += 1
+        longest = max(longest, b - a)
+        a = b
+    cr = np.empty(longest, np.int64)  # cround of each entry of the run
+    prv = np.empty(longest, np.int64)  # the linked candidates, as entry indices (-1: none)
+    nxt = np.empty(longest, np.int64)
+    hits = [(np.int64(0), np.int64(0)) for _ in range(0)]
     a = 0
     while a < m:
         b = a
@@ -33,44 +62,47 @@ def _scan(wkey, wrow, wlaunch, wphase, wkind, engine, cov, launch, phase_all, ra
         if not resets:
             a = b
             continue
-        if b - a > len(cq):
-            cq = np.empty(2 * (b - a), np.int64)
-            cl = np.empty(2 * (b - a), np.int64)
-            cp = np.empty(2 * (b - a), np.int64)
         for x in range(a, b):
-            k = wkind[x]
-            cq[x - a] = -2
-            if not (k == K_PUT or k == K_PUTSIG or k == K_SIGNAL or k == K_AMO):
-                continue
-            xr = wrow[x]
-            # MTE signals and atomics are a store plus a pipe barrier: complete at issue.
-            if (k == K_SIGNAL or k == K_AMO) and (engine[xr] == E_MTE or engine[xr] == E_LOCAL):
-                continue
-            q = cov[xr]
-            cq[x - a] = q
-            if q >= 0:
-                cl[x - a] = launch[q]
-                cp[x - a] = phase_all[q]
+            cr[x - a] = cround[wrow[x]]
+        tail = -1
         for j in range(a, b):
-            if wkind[j] != K_WRITE:
-                continue
-            r = wrow[j]
-            for x in range(j - 1, max(a, j - _LOOKBACK) - 1, -1):
-                q = cq[x - a]
-                if done[x] or q == -2:
-                    continue
-                # Only writes of an earlier round: a previous launch or barrier phase.
-                if not (wlaunch[x] < wlaunch[j] or wphase[x] < wphase[j]):
-                    continue
-                if q >= 0:
-                    if cl[x - a] < wlaunch[j] or (cl[x - a] == wlaunch[j] and cp[x - a] < wphase[j]):
-                        continue
-                    if rank[q] == rank[r] and core[q] == core[r] and q < r:
-                        continue
-                out[j] = x
-                done[x] = True
-                break
+            if wkind[j] == K_WRITE:
+                r = wrow[j]
+                rj = ((wlaunch[j] - lmin) << 32) + wphase[j]
+                x = tail
+                while x >= 0 and x >= j - _LOOKBACK:
+                    px = prv[x - a]
+                    c = cr[x - a]
+                    # Only writes of an earlier round: a previous launch or barrier phase.
+                    if wlaunch[x] < wlaunch[j] or wphase[x] < wphase[j]:
+                        raced = True
+                        if c >= 0:
+                            if c < rj:  # completed before the boundary the reset comes after
+                                raced = False
+                            else:
+                                q = cov[wrow[x]]
+                                if rank[q] == rank[r] and core[q] == core[r] and q < r:
+                                    x = px
+                                    continue
+                        nx = nxt[x - a]
+                        if px >= 0:
+                            nxt[px - a] = nx
+                        if nx >= 0:
+                            prv[nx - a] = px
+                        else:
+                            tail = px
+                        if raced:
+                            hits.append((np.int64(j), np.int64(x)))
+                            break
+                    x = px
+            if cr[j - a] != -2:
+                prv[j - a] = tail
+                nxt[j - a] = -1
+                if tail >= 0:
+                    nxt[tail - a] = j
+                tail = j
         a = b
+    return hits
 
 
 class ResetRacesInflight(Rule):
@@ -114,12 +146,15 @@ class ResetRacesInflight(Rule):
         if not len(w.row):
             return
         phase_all, _ = P.phases(trace)
-        out = np.full(len(w.row), -1, np.int64)
-        _scan(w.key, w.row, w.launch, w.phase, w.kind, trace["engine"], P.cover(trace, False),
-              trace["launch"], phase_all, trace["rank"], trace["core"], out)
+        cov, launch = P.cover(trace, False), trace["launch"]
+        lmin = np.int64(launch.min())
+        cround = np.empty(trace.n, np.int64)
+        _round_of_cover(trace["kind"], trace["engine"], cov, launch, phase_all, lmin, cround)
+        pairs = _scan(w.key, w.row, w.launch, w.phase, w.kind, cround, cov, trace["rank"], trace["core"], lmin)
+        del cround
         seen = set()
-        for j in np.flatnonzero(out >= 0):
-            r, x = int(w.row[j]), int(w.row[out[j]])
+        for j, x in pairs:
+            r, x = int(w.row[j]), int(w.row[x])
             if r in seen:
                 continue  # one hit per reset event, however many words it cleans
             seen.add(r)

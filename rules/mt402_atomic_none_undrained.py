@@ -87,8 +87,7 @@ class AtomicNoneUndrained(Rule):
         if trace.n == 0:
             return
         sev = Severity(ctx.option("severity", self.options["severity"]))
-        hit_write = np.full(trace.n, -1, np.int64)
-        hit_open = np.full(trace.n, -1, np.int64)
+        hit_write, hit_open = P.rows_full(trace.n), P.rows_full(trace.n)
         _scan(trace.segments, trace["kind"], trace["engine"], trace["op"], trace["pipe_op"],
               trace["event"], hit_write, hit_open)
         for r in np.flatnonzero(hit_write >= 0):

@@ -17,24 +17,32 @@ E_UDMA, E_ROCE, E_ALL, NE, NULL8 = P.E_UDMA, P.E_ROCE, P.E_ALL, P.N_ENGINES, P.N
 def _scan(seg, kind, engine, peer, key, nranks, use):
     for s in range(len(seg) - 1):
         outst = np.full((NE, nranks), -1, np.int64)  # first unquieted UDMA/RoCE amo per (engine, peer)
+        nout = 0  # entries of outst set: most events find none and skip the (engine, peer) sweep
         for i in range(seg[s], seg[s + 1]):
             k = kind[i]
             if k == K_BEGIN:
                 outst[:, :] = -1
+                nout = 0
             elif k == K_QUIET:
+                if nout == 0:
+                    continue
                 e = engine[i]
                 p = peer[i]
                 for x in range(NE):
                     if e == NULL8 or e == E_ALL or e == x:
                         for q in range(nranks):
-                            if p < 0 or p == q:
+                            if (p < 0 or p == q) and outst[x, q] >= 0:
                                 outst[x, q] = -1
+                                nout -= 1
             elif k == K_AMO:
                 e = engine[i]
                 p = peer[i]
                 if (e == E_UDMA or e == E_ROCE) and 0 <= p < nranks and outst[e, p] < 0:
                     outst[e, p] = i
+                    nout += 1
             elif k == K_BBEGIN or k == K_END or k == K_SIGNAL or k == K_PUTSIG or k == K_WBEGIN:
+                if nout == 0:
+                    continue
                 p = peer[i]
                 for x in range(NE):
                     for q in range(nranks):
@@ -47,6 +55,7 @@ def _scan(seg, kind, engine, peer, key, nranks, use):
                                 or (k == K_WBEGIN and key[a] == key[i]):
                             use[a] = i
                             outst[x, q] = -1
+                            nout -= 1
 
 
 class AmoUsedBeforeQuiet(Rule):
@@ -84,7 +93,7 @@ class AmoUsedBeforeQuiet(Rule):
     def check(self, trace, ctx):
         if trace.n == 0:
             return
-        use = np.full(trace.n, -1, np.int64)
+        use = P.rows_full(trace.n)
         _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], trace.key,
               int(trace.manifest.ranks), use)
         amos = np.flatnonzero(use >= 0)

@@ -146,8 +146,7 @@ class GetUsedBeforeQuiet(Rule):
         reg = P.target_region(trace)
         flaglike = P.region_table(trace)["flaglike"][np.where(reg >= 0, reg, 0)] & (reg >= 0)
         prev = _previous_same_destination(trace, np.flatnonzero(tracked))
-        use = np.full(trace.n, -1, np.int64)
-        wrong = np.full(trace.n, -1, np.int64)
+        use, wrong = P.rows_full(trace.n), P.rows_full(trace.n)
         _scan(trace.segments, kind, trace["engine"], trace["peer"], trace["pipe_op"],
               trace["event"].astype(np.int64), trace.key, P.extent(trace), tracked,
               ~flaglike, prev, use, wrong)
@@ -192,7 +191,7 @@ class GetUsedBeforeQuiet(Rule):
 
 def _previous_same_destination(trace, gets: np.ndarray) -> np.ndarray:
     """Per tracked get, the previous tracked get of its core into the same first word (-1: none)."""
-    prev = np.full(trace.n, -1, np.int64)
+    prev = P.rows_full(trace.n)
     if len(gets) < 2:
         return prev
     rc = trace["rank"][gets].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"][gets].astype(np.int64)
