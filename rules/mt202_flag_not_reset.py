@@ -145,8 +145,13 @@ class FlagNotReset(Rule):
         if hi > 0 and eck[hi - 1] == w.ckey(w.key[m0], launch):
             rows.append(("owner's wait", int(ends[hi - 1])))
         rows += [("last write", int(r)) for r in dict.fromkeys(w.row[members].tolist()).keys()][:_SHOW]
-        offs = [trace.decode_key(int(w.key[m]))[2] for m in members]
-        vals = sorted({int(w.after[m]) if w.after[m] != P.NULL64 else "unknown" for m in members}, key=str)
+        # trace.decode_key's offset, for every member at once (a hit can name thousands of words).
+        rest = w.key[members] % trace.manifest.words_per_rank
+        base = trace.region_base
+        offs = (rest - base[np.searchsorted(base, rest, "right") - 1]).tolist()
+        after = w.after[members]
+        vals = sorted(set(after[after != P.NULL64].tolist()) | ({"unknown"} if (after == P.NULL64).any() else set()),
+                      key=str)
         dl = trace.describe(int(w.row[m0]))
         shown = ", ".join(map(str, offs[:_SHOW])) + (" ..." if len(offs) > _SHOW else "")
         msg = (f"rank {own} launch {launch}: {len(offs)} word(s) of {P.region_name(trace, region)} not back at "

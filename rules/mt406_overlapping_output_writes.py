@@ -10,6 +10,18 @@ from . import _passes as P
 from ._jit import kernel
 from .base import Confidence, Family, Rule, Severity
 
+K_WRITE, K_GET, K_PUT, K_PUTSIG = P.K_WRITE, P.K_GET, P.K_PUT, P.K_PUTSIG
+
+
+@kernel
+def _candidates(kind, treg, is_output, window, out):
+    # Writes into an output region outside any atomic-add window.
+    for i in range(len(kind)):
+        k = kind[i]
+        r = treg[i]
+        out[i] = r >= 0 and is_output[r] and window[i] < 0 and \
+            (k == K_WRITE or k == K_GET or k == K_PUT or k == K_PUTSIG)
+
 
 @kernel
 def _sweep(group, start, end, core, hit):
@@ -83,22 +95,20 @@ class OverlappingOutputWrites(Rule):
             return
         kind = trace["kind"]
         reg = P.target_region(trace)
-        role = P.region_table(trace)["role"][np.where(reg >= 0, reg, 0)]
-        cand = (reg >= 0) & (role == int(Role.OUTPUT)) & (P.atomic_window(trace) < 0) & \
-            np.isin(kind, (P.K_WRITE, P.K_GET, P.K_PUT, P.K_PUTSIG))
+        cand = np.empty(trace.n, np.bool_)
+        _candidates(kind, reg, P.region_table(trace)["role"] == int(Role.OUTPUT), P.atomic_window(trace), cand)
         rows = np.flatnonzero(cand)
+        del cand
         if len(rows) < 2:
             return
         _, phase_core = P.phases(trace)
         launch = trace["launch"][rows].astype(np.int64)
         rank = trace["rank"][rows].astype(np.int64)
         core = trace["core"][rows].astype(np.int64)
+        phase = phase_core[rows].astype(np.int64)
         start = trace.key[rows]
         end = start + P.extent(trace)[rows]
-        # Dense group ids keep the sweep's group test a single compare.
-        _, group = np.unique(np.stack((launch, rank, phase_core[rows].astype(np.int64))), axis=1,
-                             return_inverse=True)
-        group = group.reshape(-1).astype(np.int64)
+        group = _group(launch, rank, phase)
         order = np.lexsort((rows, start, group))
         hit = np.full(len(rows), -1, np.int64)
         _sweep(group[order], start[order], end[order], core[order], hit)
@@ -121,3 +131,14 @@ class OverlappingOutputWrites(Rule):
             yield self.hit(msg, rows=(("write", r), ("overlapping write", o)),
                            key=(d["rank"], d["core"], d["seq"]), confidence=conf,
                            extra={"elements": hi - lo, "cores": sorted((d["core"], do["core"]))})
+
+
+def _group(launch, rank, phase) -> np.ndarray:
+    """One int64 per (launch, rank, phase) that orders like the triple: the sweep's group test is
+    one compare. Packed where it fits; numpy's unique over the triples (far slower) where not."""
+    lo = int(launch.min())
+    nr, nph = int(rank.max()) + 1, int(phase.max()) + 1
+    if int(rank.min()) >= 0 and int(phase.min()) >= 0 and (int(launch.max()) - lo + 1) * nr * nph < 2**62:
+        return ((launch - lo) * nr + rank) * nph + phase
+    _, group = np.unique(np.stack((launch, rank, phase)), axis=1, return_inverse=True)
+    return group.reshape(-1).astype(np.int64)

@@ -137,7 +137,7 @@ class GetUsedBeforeQuiet(Rule):
     def check(self, trace, ctx):
         if trace.n == 0:
             return
-        kind, engine = trace["kind"], trace["engine"].astype(np.int64)
+        kind, engine = trace["kind"], trace["engine"]
         is_get = kind == K_GET
         if not is_get.any():
             return
@@ -148,7 +148,7 @@ class GetUsedBeforeQuiet(Rule):
         prev = _previous_same_destination(trace, np.flatnonzero(tracked))
         use, wrong = P.rows_full(trace.n), P.rows_full(trace.n)
         _scan(trace.segments, kind, trace["engine"], trace["peer"], trace["pipe_op"],
-              trace["event"].astype(np.int64), trace.key, P.extent(trace), tracked,
+              trace["event"], trace.key, P.extent(trace), tracked,
               ~flaglike, prev, use, wrong)
         gets = np.flatnonzero(use >= 0)
         if not len(gets):
