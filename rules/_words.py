@@ -27,10 +27,15 @@ OP_ADD, NULL64 = P.OP_ADD, P.NULL64  # plain globals for numba
 
 @dataclass(frozen=True)
 class Words:
+    """The table, one entry per word write, sorted by ``ck``.
+
+    An entry's key and launch are not stored (two arrays of the table's length):
+    ``ck`` holds both, key * lspan + (launch - lmin), so ``key_of`` / ``launch_of``
+    decode them and the entries of one key are ``ck`` in [key * lspan, (key + 1) * lspan).
+    """
+
     row: np.ndarray      # event row of the write (``_passes.row_dtype``)
-    key: np.ndarray      # element key
     region: np.ndarray
-    launch: np.ndarray
     phase: np.ndarray    # phase_all of the row
     op: np.ndarray       # OP_SET / OP_ADD
     value: np.ndarray    # int64, NULL64 where the trace does not say
@@ -43,6 +48,18 @@ class Words:
 
     def ckey(self, key, launch):
         return np.asarray(key, np.int64) * self.lspan + (np.asarray(launch, np.int64) - self.lmin)
+
+    def key_of(self, i):
+        """Element key of entry (or entries) ``i``."""
+        return self.ck[i] // self.lspan
+
+    def launch_of(self, i):
+        return self.ck[i] % self.lspan + self.lmin
+
+    def key_bounds(self, key):
+        """(lo, hi): the entries of ``key`` (a scalar or an array of keys) are lo .. hi - 1."""
+        k = np.asarray(key, np.int64) * self.lspan
+        return np.searchsorted(self.ck, k, "left"), np.searchsorted(self.ck, k + self.lspan, "left")
 
 
 def _expand(first_key, count):
@@ -186,9 +203,9 @@ def _build_lexsort(trace) -> Words:
     last = np.zeros(len(rows), bool)
     if len(rows):
         _simulate(wkey, wl, wop, wval, init, init_known, after, last)
-    # The packed form's dtypes: rows, region, launch, phase and op as narrow as their columns.
-    return Words(rows.astype(P.row_dtype(trace.n)), wkey, wreg.astype(np.int16), wl.astype(np.int32),
-                 wph.astype(np.int32), wop.astype(np.int8), wval, after, last, ck, lmin, lspan, kind[rows])
+    # The packed form's dtypes: rows, region, phase and op as narrow as their columns.
+    return Words(rows.astype(P.row_dtype(trace.n)), wreg.astype(np.int16), wph.astype(np.int32),
+                 wop.astype(np.int8), wval, after, last, ck, lmin, lspan, kind[rows])
 
 
 # ---- packed form ------------------------------------------------------------

@@ -105,7 +105,7 @@ def _wait_keys(fill, kind, key, e2b, words, launch, rank, core, kmin, kmax, lmin
 
 @kernel
 def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, wp, n, info, rcs, reset, has_reset,
-            o_row, o_key, o_reg, o_launch, o_phase, o_op, o_value, o_after, o_last, o_kind):
+            o_row, o_reg, o_phase, o_op, o_value, o_after, o_last, o_kind):
     # Per (ck, phase) group of the sorted pk: decode, move the writes after a wait of
     # their core on the word behind the others (stable), simulate. pk becomes ck.
     m = len(pk)
@@ -194,12 +194,9 @@ def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, wp, n, info, rcs, reset, has_
                 o_value[p + x] = buf[5 * x + 3]
                 o_kind[p + x] = buf[5 * x + 4]
         key = ck_off // lspan + kmin
-        la = ck_off % lspan + lmin
         ph = grp % nph + phmin
         last_ck = e == m or pk[e] // span // nph != ck_off
         for q in range(i, e):
-            o_key[q] = key
-            o_launch[q] = la
             o_phase[q] = ph
             pk[q] = ck_off + ck_lo
             if q == 0 or key != prev_key:
@@ -265,11 +262,11 @@ def build_packed(trace) -> Words | None:
     _wait_keys(True, *wargs, wp)
     wp.sort()
 
-    wkey, value, after = (np.empty(m, np.int64) for _ in range(3))
+    value, after = np.empty(m, np.int64), np.empty(m, np.int64)
     row = np.empty(m, P.row_dtype(n))
-    reg, wl, wph, op = np.empty(m, np.int16), np.empty(m, np.int32), np.empty(m, np.int32), np.empty(m, np.int8)
+    reg, wph, op = np.empty(m, np.int16), np.empty(m, np.int32), np.empty(m, np.int8)
     last, wkind = np.empty(m, bool), np.empty(m, np.int8)
     _unpack(pk, np.int64(ns), np.int64(nph), np.int64(phmin), np.int64(lspan), np.int64(kmin), np.int64(lmin),
             wp, np.int64(n), info, np.int64(rcs), rt["reset"], rt["has_reset"],
-            row, wkey, reg, wl, wph, op, value, after, last, wkind)
-    return Words(row, wkey, reg, wl, wph, op, value, after, last, pk, lmin, lspan, wkind)
+            row, reg, wph, op, value, after, last, wkind)
+    return Words(row, reg, wph, op, value, after, last, pk, lmin, lspan, wkind)

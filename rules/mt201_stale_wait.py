@@ -13,7 +13,7 @@ from .base import Confidence, Family, Rule, Severity
 
 
 @kernel
-def _scan(lo, hi, wkey, wrow, wphase, rank, core, phase_all, erow, ekey, out):
+def _scan(lo, hi, wck, lspan, wrow, wphase, rank, core, phase_all, erow, ekey, out):
     # For each wait_end: if no write of its launch to its word can precede it
     # (every one is later on its own core, or after a barrier it had not
     # reached), the value came from an earlier launch: name the last one.
@@ -28,7 +28,7 @@ def _scan(lo, hi, wkey, wrow, wphase, rank, core, phase_all, erow, ekey, out):
                 break
         if not can:
             p = lo[j] - 1
-            if p >= 0 and wkey[p] == ekey[j]:
+            if p >= 0 and wck[p] // lspan == ekey[j]:
                 out[j] = p
 
 
@@ -87,7 +87,8 @@ class StaleWait(Rule):
         hi[order] = np.searchsorted(w.ck, eck[order], "right")
         phase_all, _ = P.phases(trace)
         out = np.full(len(ends), -1, np.int64)
-        _scan(lo, hi, w.key, w.row, w.phase, trace["rank"], trace["core"], phase_all, ends, ekey, out)
+        _scan(lo, hi, w.ck, np.int64(w.lspan), w.row, w.phase, trace["rank"], trace["core"], phase_all, ends, ekey,
+              out)
         _, e2b = P.wait_pairs(trace)
         conf = Confidence.PARTIAL_TRACE if trace.partial else Confidence.CERTAIN
         for j in np.flatnonzero(out >= 0):
@@ -108,8 +109,8 @@ class StaleWait(Rule):
                 [("earlier write", int(w.row[src]))]
             # "No write of this launch before it" is an absence: the write may be in the lost part
             # of the ring of the owner or of any rank that writes the word.
-            k = int(w.key[src])
-            lo_k, hi_k = np.searchsorted(w.key, k, "left"), np.searchsorted(w.key, k, "right")
+            k = int(w.key_of(src))
+            lo_k, hi_k = w.key_bounds(k)
             writers = {trace.decode_key(k)[0], d["rank"]} | set(trace["rank"][w.row[lo_k:hi_k]].tolist()) \
                 | set(trace.ranks_missing)  # a rank without a dump may write any word
             gap = P.launch_gap(trace, writers, int(d["launch"])) if trace.partial else None

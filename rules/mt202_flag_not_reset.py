@@ -15,10 +15,10 @@ K_WRITE, OP_SET = P.K_WRITE, P.OP_SET
 
 
 @kernel
-def _unreset(wkey, wck, wkind, wop, wvalue, wafter, wlast, wregion, reset, has_reset, monotonic, out):
+def _unreset(wck, lspan, wkind, wop, wvalue, wafter, wlast, wregion, reset, has_reset, monotonic, out):
     # Per key run of the table: last entries of a launch off the reset value, unless excused by
     # clean-before-use (the next launch's first write to the word, or any launch's, is the reset).
-    m = len(wkey)
+    m = len(wck)
 
     def clean_first(i):  # a launch's first write to the word is the owner's reset
         return (i == 0 or wck[i] != wck[i - 1]) and wkind[i] == K_WRITE and wop[i] == OP_SET \
@@ -28,7 +28,8 @@ def _unreset(wkey, wck, wkind, wop, wvalue, wafter, wlast, wregion, reset, has_r
     while a < m:
         b = a
         anyclean = False
-        while b < m and wkey[b] == wkey[a]:
+        end = (wck[a] // lspan + 1) * lspan  # the key's entries: ck below the next key's
+        while b < m and wck[b] < end:
             anyclean = anyclean or clean_first(b)
             b += 1
         for i in range(a, b):
@@ -40,14 +41,14 @@ def _unreset(wkey, wck, wkind, wop, wvalue, wafter, wlast, wregion, reset, has_r
 
 
 @kernel
-def _prev_own_reset(idx, wck, wkind, wrow, wkey, wvalue, wregion, rank, wpr, reset, out):
+def _prev_own_reset(idx, wck, lspan, wkind, wrow, wvalue, wregion, rank, wpr, reset, out):
     # Per last entry: the latest earlier entry of its (key, launch) that is the owner's reset.
     # A backward walk per group: each group has one last entry, so the walks cover the table once.
     for t in range(len(idx)):
         i = idx[t]
         x = i - 1
         while x >= 0 and wck[x] == wck[i]:
-            if wkind[x] == K_WRITE and rank[wrow[x]] == wkey[x] // wpr and wvalue[x] == reset[wregion[x]]:
+            if wkind[x] == K_WRITE and rank[wrow[x]] == wck[x] // lspan // wpr and wvalue[x] == reset[wregion[x]]:
                 out[t] = x
                 break
             x -= 1
@@ -106,25 +107,25 @@ class FlagNotReset(Rule):
             return
         kind = trace["kind"]
         bad = np.zeros(len(w.row), bool)
-        _unreset(w.key, w.ck, w.kind, w.op, w.value, w.after, w.last, w.region, rt["reset"], rt["has_reset"],
-                 rt["monotonic"], bad)
+        _unreset(w.ck, np.int64(w.lspan), w.kind, w.op, w.value, w.after, w.last, w.region, rt["reset"],
+                 rt["has_reset"], rt["monotonic"], bad)
         idx = np.flatnonzero(bad)
         if not len(idx):
             return
         wpr = trace.manifest.words_per_rank
-        owner = w.key[idx] // wpr
+        owner = w.key_of(idx) // wpr
         # Only launches the owner ran to the end: one it never reached (stuck in an earlier
         # launch, or stopped) has had no chance to consume and reset what peers sent it.
         ends = kind == P.K_END
         done = set(zip(trace["rank"][ends].tolist(), trace["launch"][ends].tolist())) \
             - P.incomplete_launches(trace)
-        keep = np.array([(int(o), int(L)) in done for o, L in zip(owner, w.launch[idx])], bool)
+        keep = np.array([(int(o), int(L)) in done for o, L in zip(owner, w.launch_of(idx))], bool)
         idx, owner = idx[keep], owner[keep]
         keep = ~_reset_after_sync(trace, w, idx)
         idx, owner = idx[keep], owner[keep]
         if not len(idx):
             return
-        _, g = np.unique(np.stack((owner, w.region[idx], w.launch[idx])), axis=1, return_inverse=True)
+        _, g = np.unique(np.stack((owner, w.region[idx], w.launch_of(idx))), axis=1, return_inverse=True)
         g = g.reshape(-1)
         ends = np.flatnonzero(kind == P.K_WEND)
         eck = w.ckey(trace.key[ends], trace["launch"][ends])
@@ -136,17 +137,17 @@ class FlagNotReset(Rule):
 
     def _hit(self, trace, w, members, eck, ends):
         m0 = int(members[0])
-        own, region, off0 = trace.decode_key(int(w.key[m0]))
-        launch = int(w.launch[m0])
+        own, region, off0 = trace.decode_key(int(w.key_of(m0)))
+        launch = int(w.launch_of(m0))
         reset = trace.manifest.regions[region].reset
         rows = []
         # The owner's last wait on the first word, if it waited: it consumed and then did not reset.
-        hi = np.searchsorted(eck, w.ckey(w.key[m0], launch), "right")
-        if hi > 0 and eck[hi - 1] == w.ckey(w.key[m0], launch):
+        hi = np.searchsorted(eck, w.ck[m0], "right")
+        if hi > 0 and eck[hi - 1] == w.ck[m0]:
             rows.append(("owner's wait", int(ends[hi - 1])))
         rows += [("last write", int(r)) for r in dict.fromkeys(w.row[members].tolist()).keys()][:_SHOW]
         # trace.decode_key's offset, for every member at once (a hit can name thousands of words).
-        rest = w.key[members] % trace.manifest.words_per_rank
+        rest = w.key_of(members) % trace.manifest.words_per_rank
         base = trace.region_base
         offs = (rest - base[np.searchsorted(base, rest, "right") - 1]).tolist()
         after = w.after[members]
@@ -196,7 +197,7 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     rt = P.region_table(trace)
     n_e = len(w.row)
     prev = np.full(len(idx), -1, np.int64)
-    _prev_own_reset(idx, w.ck, w.kind, w.row, w.key, w.value, w.region, rank,
+    _prev_own_reset(idx, w.ck, np.int64(w.lspan), w.kind, w.row, w.value, w.region, rank,
                     np.int64(trace.manifest.words_per_rank), rt["reset"], prev)
     rl = w.row[idx]
     ok = prev >= 0

@@ -33,18 +33,20 @@ def _round_of_cover(kind, engine, cov, launch, phase_all, lmin, out):
 
 
 @kernel
-def _scan(wkey, wrow, wlaunch, wphase, wkind, cround, cov, rank, core, lmin):
+def _scan(wck, lspan, wrow, wphase, wkind, cround, cov, rank, core):
     # Per key run of the table: (j, x) of each reset and the write racing it, in reset order.
     # A reset looks back, newest first, at the candidate writes of its run still linked: a write
     # that raced (reported once) or completed before a reset's round is unlinked, since the
     # run's rounds only grow. Plain arrays sized once and hits in a list: an array variable
     # reassigned in the loop makes numba count references on every inner iteration.
+    # Within a key's run ck is (launch - lmin) plus a constant: it orders and rebuilds launches.
     m = len(wrow)
     longest = 0
     a = 0
     while a < m:
         b = a
-        while b < m and wkey[b] == wkey[a]:
+        end = (wck[a] // lspan + 1) * lspan  # the key's entries: ck below the next key's
+        while b < m and wck[b] < end:
             b += 1
         longest = max(longest, b - a)
         a = b
@@ -56,7 +58,8 @@ def _scan(wkey, wrow, wlaunch, wphase, wkind, cround, cov, rank, core, lmin):
     while a < m:
         b = a
         resets = False
-        while b < m and wkey[b] == wkey[a]:
+        end = (wck[a] // lspan + 1) * lspan
+        while b < m and wck[b] < end:
             resets = resets or wkind[b] == K_WRITE
             b += 1
         if not resets:
@@ -68,13 +71,13 @@ def _scan(wkey, wrow, wlaunch, wphase, wkind, cround, cov, rank, core, lmin):
         for j in range(a, b):
             if wkind[j] == K_WRITE:
                 r = wrow[j]
-                rj = ((wlaunch[j] - lmin) << 32) + wphase[j]
+                rj = ((wck[j] - (end - lspan)) << 32) + wphase[j]
                 x = tail
                 while x >= 0 and x >= j - _LOOKBACK:
                     px = prv[x - a]
                     c = cr[x - a]
                     # Only writes of an earlier round: a previous launch or barrier phase.
-                    if wlaunch[x] < wlaunch[j] or wphase[x] < wphase[j]:
+                    if wck[x] < wck[j] or wphase[x] < wphase[j]:
                         raced = True
                         if c >= 0:
                             if c < rj:  # completed before the boundary the reset comes after
@@ -147,10 +150,10 @@ class ResetRacesInflight(Rule):
             return
         phase_all, _ = P.phases(trace)
         cov, launch = P.cover(trace, False), trace["launch"]
-        lmin = np.int64(launch.min())
+        lmin = np.int64(w.lmin)  # the table's: its ck holds launch - lmin
         cround = np.empty(trace.n, np.int64)
         _round_of_cover(trace["kind"], trace["engine"], cov, launch, phase_all, lmin, cround)
-        pairs = _scan(w.key, w.row, w.launch, w.phase, w.kind, cround, cov, trace["rank"], trace["core"], lmin)
+        pairs = _scan(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind, cround, cov, trace["rank"], trace["core"])
         del cround
         seen = set()
         for j, x in pairs:
@@ -159,7 +162,7 @@ class ResetRacesInflight(Rule):
                 continue  # one hit per reset event, however many words it cleans
             seen.add(r)
             d, dx = trace.describe(r), trace.describe(x)
-            owner, region, off = trace.decode_key(int(w.key[j]))
+            owner, region, off = trace.decode_key(int(w.key_of(j)))
             where = "the launch boundary" if dx["launch"] < d["launch"] else "the barrier"
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: reset of "
                    f"{P.region_name(trace, region)}[{off}] to {d.get('value')} at seq {d['seq']} races rank "

@@ -15,11 +15,13 @@ NULL64 = P.NULL64
 
 
 @kernel
-def _final_max(key, after, out):
+def _final_max(ck, lspan, after, out):
     # Per word, the largest value it was seen to hold (a generation only grows).
     cur = NULL64
-    for i in range(len(key)):
-        if i == 0 or key[i] != key[i - 1]:
+    end = 0
+    for i in range(len(ck)):
+        if i == 0 or ck[i] >= end:  # a new key: its entries have ck below the next key's
+            end = (ck[i] // lspan + 1) * lspan
             cur = NULL64
         if after[i] != NULL64 and after[i] > cur:
             cur = after[i]
@@ -74,11 +76,11 @@ class GenerationEq(Rule):
         w = W.words(trace)
         vmax = np.full(len(w.row), NULL64, np.int64)
         if len(w.row):
-            _final_max(w.key, w.after, vmax)
+            _final_max(w.ck, np.int64(w.lspan), w.after, vmax)
         bkey = trace.key[begins]
         # The word's largest value: the last entry of its key in the sorted words.
-        at = np.searchsorted(w.key, bkey, "right") - 1 if len(w.row) else np.full(len(begins), -1)
-        has = (at >= 0) & (w.key[np.maximum(at, 0)] == bkey) if len(w.row) else np.zeros(len(begins), bool)
+        at = w.key_bounds(bkey)[1] - 1 if len(w.row) else np.full(len(begins), -1)
+        has = (at >= 0) & (w.key_of(np.maximum(at, 0)) == bkey) if len(w.row) else np.zeros(len(begins), bool)
         held = np.where(has, vmax[np.maximum(at, 0)] if len(w.row) else NULL64, NULL64)
         timed = (end >= 0) & (trace["outcome"][np.maximum(end, 0)] == int(Outcome.TIMEOUT))
         held = np.where(timed, trace["observed"][np.maximum(end, 0)], held)
@@ -105,7 +107,7 @@ class GenerationEq(Rule):
         d = trace.describe(b)
         rows = [("eq wait", b)] + ([("wait_end", e)] if e >= 0 else [])
         key = int(trace.key[b])
-        lo, hi = np.searchsorted(w.key, key, "left"), np.searchsorted(w.key, key, "right")
+        lo, hi = w.key_bounds(key)
         cand = np.flatnonzero(w.after[lo:hi] == held)
         if len(cand):
             rows.append(("write beyond target", int(w.row[lo + cand[0]])))

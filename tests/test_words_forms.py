@@ -17,7 +17,7 @@ from rules import _words_packed as WP
 from rules.trace import TraceView
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rules"
-FIELDS = ("row", "key", "region", "launch", "phase", "op", "value", "after", "last", "ck", "kind")
+FIELDS = ("row", "region", "phase", "op", "value", "after", "last", "ck", "kind")
 
 
 def _cases():
