@@ -10,32 +10,25 @@ they are reported lost, not an error. A record's seq is its index i.
 
 from __future__ import annotations
 
-import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from .contract import COLUMN, COLUMNS, SCHEMA, Kind
+from .contract import COLUMN, COLUMNS, RANK_FIELDS, SCHEMA, Kind
 from .errors import TraceError
 from .manifest import Manifest
-from ._ring_kernel import (ALLOWED, ENVELOPE, GROUPS, KINDS, NAME, OUTPUTS, PRESENT_OFF, PROGRAM, RANK, REGION,
-                           SEQ_LO_OFF, decode_records)
-from .ring_layout import HEADER_DTYPE, HEADER_SIZE, MAGIC, PLANS, RECORD_DTYPE, RECORD_SIZE, VERSION, Plan
+from .ring_layout import (HEADER_DTYPE, HEADER_SIZE, MAGIC, PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, VERSION,
+                          Plan)
 
 SUFFIX = ".mtr"
 _BATCH = 1 << 22  # records decoded at once: bounds the working set
-_BLOCK = 4096  # records grouped by kind at a time (256 KiB of records: stays in cache)
-assert sorted(int(k) for k in Kind) == list(range(KINDS))
+_BLOCK = 8192  # records copied per slot at a time (512 KiB: stays in cache)
+_KINDS = len(Kind)
+assert sorted(int(k) for k in Kind) == list(range(_KINDS))
 
-# Row columns the kernel fills for every row: the envelope slots, the ring's
-# rank and core, the seq, and each record's byte offset (for errors).
-_ENVELOPE_TYPES = {c: COLUMN[c].type.to_pandas_dtype() for c in ("seq", "rank", "core") + ENVELOPE}
-_ENVELOPE_TYPES["pos"] = np.int64
-_ENV_OFF = np.array([RECORD_DTYPE.fields[c][1] for c in ENVELOPE], np.int64)
-# The kernel reads the envelope slots as 8-, 4- and 1-byte values.
-assert [RECORD_DTYPE.fields[c][0].itemsize for c in ENVELOPE] == [8, 4, 1]
+_NP_TYPE = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64}
 
 
 @dataclass
@@ -80,15 +73,16 @@ def read_ring_file(path: str | Path, manifest: Manifest) -> list[RingChunk]:
     except OSError as e:
         raise TraceError(path, "", f"cannot read ring dump: {e.strerror or e}") from None
     rings = _scan(data, path, manifest)
+    units = data[: len(data) // RECORD_SIZE * RECORD_SIZE].view(RECORD_DTYPE)
     chunks, batch, size = [], [], 0
     for ring in rings:
         batch.append(ring)
         size += ring.survivors
         if size >= _BATCH:
-            chunks.append(_decode(data, batch, path, manifest))
+            chunks.append(_decode(units, batch, path, manifest))
             batch, size = [], 0
     if batch or not chunks:
-        chunks.append(_decode(data, batch, path, manifest))
+        chunks.append(_decode(units, batch, path, manifest))
     return chunks
 
 
@@ -138,7 +132,9 @@ def _scan(data: np.ndarray, path: Path, manifest: Manifest) -> list[_Ring]:
     return rings
 
 
-def _decode(data: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifest) -> RingChunk:
+def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifest) -> RingChunk:
+    counts = np.array([r.survivors for r in rings], dtype=np.int64)
+    total = int(counts.sum())
     lost = {}
     events_in = 0
     for r in rings:
@@ -146,49 +142,135 @@ def _decode(data: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifest
         if r.first:
             lost[(r.rank, r.core)] = lost.get((r.rank, r.core), 0) + r.first
     # A ring's survivors are at most two runs of slots: oldest..end, then 0..newest.
-    pieces = []  # (first unit, units, seq of the first, rank, core)
+    pieces = []  # (first unit, units, seq of the first, ring)
     for r in rings:
         base = (r.offset + HEADER_SIZE) // RECORD_SIZE
         s = r.first % r.capacity
         n1 = min(r.survivors, r.capacity - s)
-        pieces.append((base + s, n1, r.first, r.rank, r.core))
+        pieces.append((base + s, n1, r.first, r))
         if n1 < r.survivors:
-            pieces.append((base, r.survivors - n1, r.first + n1, r.rank, r.core))
-    pieces = np.array(pieces, np.int64).reshape(-1, 5)
-    total = int(pieces[:, 1].sum())
+            pieces.append((base, r.survivors - n1, r.first + n1, r))
 
-    # The kernel stores only valid values, so null rows keep the zero and a
-    # column no row fills is never touched: its pages cost no memory.
-    P = PROGRAM
-    env = {c: np.empty(total, t) for c, t in _ENVELOPE_TYPES.items()}
-    mats = [_fresh_zeros((max(1, n), total), t) for n, t in zip(OUTPUTS, GROUPS)]
-    outs = [mats[g][i] for g, i in zip(P.out_group, P.out_index)]
-    bits = _fresh_zeros((len(outs), total // 8 + 1), np.uint8)
-    nvalid = np.zeros(len(outs), np.int64)
-    first_bad = np.full(2 + len(P.checks), -1, np.int64)
-    lo, hi = P.limits(len(manifest.regions), manifest.ranks, len(manifest.names))
-    units = data[: len(data) // RECORD_SIZE * RECORD_SIZE]
-    views = [units.view(t).reshape(-1, RECORD_SIZE // np.dtype(t).itemsize)
-             for t in (np.uint8, np.int16, np.int32, np.int64)]
-    decode_records(*views, pieces, _BLOCK, _ENV_OFF, SEQ_LO_OFF, PRESENT_OFF, KINDS,
-                   P.slot_off, P.slot_size, P.slot_signed, P.out_group, P.out_index, P.carry, P.kind_cols,
-                   P.kind_ncols, P.allowed, P.col_checks, P.check_what, lo, hi,
-                   env["seq"], env["pos"], env["rank"], env["core"], env["ts"], env["launch"], env["kind"],
-                   *mats, bits, nvalid, first_bad)
-    positions = env.pop("pos")
-    failed = np.flatnonzero(first_bad >= 0)
-    if len(failed):
-        row = first_bad[failed[0]]
-        raise _error(int(failed[0]), int(positions[row]), int(env["seq"][row]), units, path, manifest)
+    # Every slot in one pass over the records, a cache-sized block at a time:
+    # slot by slot over the whole chunk would stream all 64 bytes per record
+    # from memory once per slot.
+    names = [n for n in RECORD_DTYPE.names if n != "pad"]
+    slots = {n: np.empty(total, RECORD_DTYPE[n]) for n in names}
+    srcs = {n: units[n] for n in names}
+    o = 0
+    for lo, k, _, _ in pieces:
+        for b in range(0, k, _BLOCK):
+            m = min(_BLOCK, k - b)
+            for n in names:
+                slots[n][o:o + m] = srcs[n][lo + b:lo + b + m]
+            o += m
+    del srcs
 
-    cols: dict[str, pa.Array] = {c: _plain(env[c]) for c in env}
-    for j, plan in enumerate(PLANS):
-        if not nvalid[j]:
+    def gather(slot: str) -> np.ndarray:
+        return slots[slot]
+
+    def per_piece(dtype, fill) -> np.ndarray:
+        out = np.empty(total, dtype)
+        o = 0
+        for piece in pieces:
+            k = piece[1]
+            out[o:o + k] = fill(piece)
+            o += k
+        return out
+
+    seq = per_piece(np.int64, lambda p: np.arange(p[2], p[2] + p[1], dtype=np.int64))
+    positions = per_piece(np.int64, lambda p: np.arange(p[0], p[0] + p[1], dtype=np.int64) * RECORD_SIZE)
+
+    def fail(mask: np.ndarray, msg) -> None:
+        i = int(np.argmax(mask))
+        raise TraceError(path, f"byte {int(positions[i])}", msg(i))
+
+    seq_lo = gather("seq_lo")
+    bad = seq_lo != seq.astype(np.uint32)
+    if bad.any():
+        fail(bad, lambda i: f"record holds seq_lo {int(seq_lo[i])} where record {int(seq[i])} belongs "
+                            f"(a corrupt or half-written record)")
+    kind = gather("kind")
+    bad = kind >= _KINDS
+    if bad.any():
+        fail(bad, lambda i: f"unknown kind code {int(kind[i])}")
+
+    cols: dict[str, pa.Array] = {}
+    cols["rank"] = _plain(per_piece(np.int16, lambda p: p[3].rank))
+    cols["core"] = _plain(per_piece(np.int16, lambda p: p[3].core))
+    cols["seq"] = _plain(seq)
+    cols["ts"] = _plain(gather("ts"))
+    cols["launch"] = _plain(gather("launch"))
+    cols["kind"] = _plain(kind.astype(np.int8))
+    here = np.flatnonzero(np.bincount(kind, minlength=_KINDS))
+    kinds_here = sum(1 << int(k) for k in here)
+    kindbit = np.left_shift(np.uint32(1), kind.astype(np.uint32))
+    present = gather("present")
+    nreg = len(manifest.regions)
+    slot_cache: dict[str, np.ndarray] = {}
+    code_cache: dict[str, np.ndarray] = {}
+
+    kind_masks: dict[int, np.ndarray] = {}
+
+    def of_kinds(mask: int) -> np.ndarray:
+        """Rows whose kind is in ``mask`` (shared: callers must not modify it)."""
+        mask &= kinds_here
+        got = kind_masks.get(mask)
+        if got is None:
+            if mask == kinds_here:
+                got = np.ones(total, bool)
+            elif mask == 0:
+                got = np.zeros(total, bool)
+            else:
+                got = (kindbit & np.uint32(mask)) != 0
+            kind_masks[mask] = got
+        return got
+
+    for plan in PLANS:
+        spec = COLUMN[plan.column]
+        if not plan.kinds & kinds_here:
             continue
+        valid = of_kinds(plan.req_kinds)
+        for kmask, b in plan.opt_kinds:
+            if kmask & kinds_here:
+                valid = valid | (of_kinds(kmask) & ((present & np.uint16(b)) != 0))
+        if not valid.any():
+            continue
+        raw = slot_cache.get(plan.slot)
+        if raw is None:
+            raw = slot_cache[plan.slot] = gather(plan.slot)
+        if plan.allowed:
+            code = code_cache.get(plan.slot)
+            if code is None:
+                code = code_cache[plan.slot] = np.where(raw < 32, np.left_shift(np.uint32(1), raw.astype(np.uint32) & 31), 0).astype(np.uint32)
+            bad = np.zeros(total, bool)
+            for kmask, cmask in plan.allowed:
+                if kmask & kinds_here:
+                    bad |= of_kinds(kmask) & ((code & np.uint32(cmask)) == 0)
+            bad &= valid
+            if bad.any():
+                fail(bad, lambda i: f"{Kind(int(kind[i])).wire}: {plan.column} code {int(raw[i])} is not "
+                                    f"allowed (one of {_allowed_names(plan, spec, int(kind[i]))})")
+        if plan.slot in REGION_SLOTS:
+            bad = valid & (raw >= nreg)
+            if bad.any():
+                fail(bad, lambda i: f"{plan.column} id {int(raw[i])} unknown to the manifest's {nreg} regions")
+        if plan.column in RANK_FIELDS:
+            bad = valid & ((raw < 0) | (raw >= manifest.ranks))
+            if bad.any():
+                fail(bad, lambda i: f"{Kind(int(kind[i])).wire} event: field {plan.column!r} = {int(raw[i])} is not "
+                                    f"a rank of the manifest (ranks 0..{manifest.ranks - 1})")
         if plan.column == "name":
-            cols["name"] = _names(outs[j], bits[j], int(nvalid[j]), manifest)
-        else:
-            cols[plan.column] = _masked(outs[j], bits[j], int(nvalid[j]))
+            cols["name"] = _names(raw, valid, manifest, fail)
+            continue
+        np_type = _NP_TYPE[spec.type]
+        checked = plan.allowed is not None or plan.slot in REGION_SLOTS
+        if not checked and np.iinfo(raw.dtype).bits > np.iinfo(np_type).bits:
+            lo, hi = np.iinfo(np_type).min, np.iinfo(np_type).max
+            bad = valid & ((raw < lo) | (raw > hi))
+            if bad.any():
+                fail(bad, lambda i: f"{plan.column} {int(raw[i])} does not fit {spec.type}")
+        cols[plan.column] = _masked(raw.astype(np_type, copy=False), valid)
     arrays = [cols[c.name] if c.name in cols else None for c in COLUMNS]
     if None in arrays:
         # All-null columns share one lazily zeroed buffer: nothing is touched.
@@ -203,66 +285,30 @@ def _decode(data: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifest
     return RingChunk(table, positions, lost, events_in)
 
 
-def _error(check: int, byte: int, seq: int, units: np.ndarray, path: Path, manifest: Manifest) -> TraceError:
-    """The error of the first failed check, worded from the record at ``byte`` (row ``seq``)."""
-    rec = units[byte:byte + RECORD_SIZE].view(RECORD_DTYPE)[0]
-    kind = int(rec["kind"])
-    if check == 0:
-        msg = (f"record holds seq_lo {int(rec['seq_lo'])} where record {seq} belongs "
-               f"(a corrupt or half-written record)")
-    elif check == 1:
-        msg = f"unknown kind code {kind}"
-    else:
-        chk = PROGRAM.checks[check - 2]
-        plan, spec = chk.plan, COLUMN[chk.plan.column]
-        raw = int(rec[plan.slot])
-        if chk.what == ALLOWED:
-            msg = (f"{Kind(kind).wire}: {plan.column} code {raw} is not "
-                   f"allowed (one of {_allowed_names(plan, spec, kind)})")
-        elif chk.what == REGION:
-            msg = f"{plan.column} id {raw} unknown to the manifest's {len(manifest.regions)} regions"
-        elif chk.what == RANK:
-            msg = (f"{Kind(kind).wire} event: field {plan.column!r} = {raw} is not "
-                   f"a rank of the manifest (ranks 0..{manifest.ranks - 1})")
-        elif chk.what == NAME:
-            msg = f"kernel name id {raw} unknown to the manifest's {len(manifest.names)} names"
-        else:
-            msg = f"{plan.column} {raw} does not fit {spec.type}"
-    return TraceError(path, f"byte {byte}", msg)
-
-
 def _allowed_names(plan: Plan, spec, kind: int) -> str:
     cmask = next(c for k, c in plan.allowed if k >> kind & 1)
     return ", ".join(f"{m.wire}={int(m)}" for m in spec.enum if cmask >> int(m) & 1)
-
-
-def _fresh_zeros(shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    """Zeros straight from the kernel: untouched pages stay unbacked.
-
-    np.zeros takes memory below glibc's (growing) mmap threshold from the heap
-    and clears it, which backs every page of a column no row fills.
-    """
-    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    if size < 1 << 20:
-        return np.zeros(shape, dtype)
-    mem = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    return np.frombuffer(mem, dtype).reshape(shape)
 
 
 def _plain(values: np.ndarray) -> pa.Array:
     return pa.array(values)
 
 
-def _masked(values: np.ndarray, bits: np.ndarray, nvalid: int) -> pa.Array:
+def _masked(values: np.ndarray, valid: np.ndarray) -> pa.Array:
     n = len(values)
-    bitmap = None if nvalid == n else pa.py_buffer(bits)
-    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), n, [bitmap, pa.py_buffer(values)],
-                                 null_count=n - nvalid)
+    typ = pa.from_numpy_dtype(values.dtype)
+    nulls = n - int(np.count_nonzero(valid))
+    bitmap = None if nulls == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(np.ascontiguousarray(values))], null_count=nulls)
 
 
-def _names(ids: np.ndarray, bits: np.ndarray, nvalid: int, manifest: Manifest) -> pa.Array:
-    # Null rows hold id 0 (the kernel leaves them zero), so the take needs no mask pass.
-    return pa.array(list(manifest.names), pa.string()).take(_masked(ids, bits, nvalid))
+def _names(raw: np.ndarray, valid: np.ndarray, manifest: Manifest, fail) -> pa.Array:
+    k = len(manifest.names)
+    bad = valid & ((raw < 0) | (raw >= k))
+    if bad.any():
+        fail(bad, lambda i: f"kernel name id {int(raw[i])} unknown to the manifest's {k} names")
+    idx = _masked(np.where(valid, raw, 0).astype(np.int32), valid)
+    return pa.array(list(manifest.names), pa.string()).take(idx)
 
 
 # The encoder lives beside the reader; importers use ingest.rings for both.
