@@ -2,7 +2,8 @@
 
 ``moetrace --help`` must not pay numba's import (about a second), so a kernel
 module only imports numba inside ``kernel``'s first call. Compiled code is
-cached on disk (``cache=True``): a second diagnose compiles nothing.
+cached on disk (``cache=True``): a second run compiles nothing. It lives in
+``ingest`` (the lowest layer that compiles kernels); ``rules._jit`` re-exports it.
 """
 
 from __future__ import annotations
