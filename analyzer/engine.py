@@ -211,6 +211,8 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof) 
     from rules.trace import TraceView
 
     trace = TraceView(ds, blocks=window.blocks)
+    trace.prefetch()
+    prof and prof.mark(f"read: {trace.n:,} events, {len(trace.loaded)} columns")
     by_code = {r.code: r for r in selected}
     out: list[Finding] = []
     for rule in selected:

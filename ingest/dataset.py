@@ -187,17 +187,12 @@ class Dataset:
         """
         cols = list(dict.fromkeys(columns))
         window = self._launch_window(blocks)
-        plans = []  # per file: (path, file, groups, row mask or None)
-        for r in (self.ranks if ranks is None else ranks):
-            if r in self.files:
-                plans.append(self._plan_file(self.files[r], window))
-        n = sum(f.metadata.num_rows if m is None and len(g) == f.num_row_groups else
-                (sum(f.metadata.row_group(i).num_rows for i in g) if m is None else int(m.sum()))
-                for _, f, g, m in plans)
+        plans = [self._plan(r, window) for r in (self.ranks if ranks is None else ranks) if r in self.files]
+        n = sum(rows for *_, rows in plans)
         out = {c: np.empty(n, dtype=object if COLUMN[c].type == pa.string() else COLUMN[c].type.to_pandas_dtype())
                for c in cols}
         pos = 0
-        for p, f, groups, mask in plans:
+        for p, f, groups, mask, _ in plans:
             if not groups:
                 continue
             try:
@@ -228,8 +223,17 @@ class Dataset:
             return None
         return self.blocks[k0].launch_lo, self.blocks[k1 - 1].launch_hi
 
+    def _plan(self, rank: int, window: tuple[int, int] | None):
+        """The read plan of a rank's file for a window, kept: rules load columns one by one,
+        and planning walks every row group's statistics."""
+        cache = self.__dict__.setdefault("_plans", {})
+        key = (rank, window)
+        if key not in cache:
+            cache[key] = self._plan_file(self.files[rank], window)
+        return cache[key]
+
     def _plan_file(self, p: Path, window: tuple[int, int] | None):
-        """(path, file, row groups, row mask or None): what of one file a launch window needs.
+        """(path, file, row groups, row mask or None, rows): what of one file a launch window needs.
 
         The writer cuts groups at block edges, so a mask (over the rows of the
         chosen groups) appears only for datasets written otherwise; it keeps
@@ -240,7 +244,7 @@ class Dataset:
         except (OSError, pa.ArrowException) as e:
             raise TraceError(p, "", f"unreadable parquet: {e}") from None
         if window is None:
-            return p, f, list(range(f.num_row_groups)), None
+            return p, f, list(range(f.num_row_groups)), None, f.metadata.num_rows
         lo, hi = window
         li = f.schema_arrow.get_field_index("launch")
         groups, masks, partial = [], [], False
@@ -258,7 +262,10 @@ class Dataset:
             groups.append(g)
             masks.append((launch >= lo) & (launch <= hi))
             partial = True
-        return p, f, groups, (np.concatenate(masks) if partial else None)
+        if partial:
+            mask = np.concatenate(masks)
+            return p, f, groups, mask, int(mask.sum())
+        return p, f, groups, None, sum(f.metadata.row_group(g).num_rows for g in groups)
 
 
 def to_numpy(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
