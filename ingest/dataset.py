@@ -224,30 +224,37 @@ class Dataset:
         return self.blocks[k0].launch_lo, self.blocks[k1 - 1].launch_hi
 
     def _plan(self, rank: int, window: tuple[int, int] | None):
-        """The read plan of a rank's file for a window, kept: rules load columns one by one,
-        and planning walks every row group's statistics."""
-        cache = self.__dict__.setdefault("_plans", {})
-        key = (rank, window)
-        if key not in cache:
-            cache[key] = self._plan_file(self.files[rank], window)
-        return cache[key]
+        """(path, file, row groups, row mask or None, rows): what of a rank's file a launch window needs.
 
-    def _plan_file(self, p: Path, window: tuple[int, int] | None):
-        """(path, file, row groups, row mask or None, rows): what of one file a launch window needs.
-
-        The writer cuts groups at block edges, so a mask (over the rows of the
-        chosen groups) appears only for datasets written otherwise; it keeps
-        the read correct, not fast.
+        Kept for the window being read (rules load columns one by one, and
+        planning walks every row group's statistics); each file is opened
+        once: a blocked file's metadata runs to megabytes.
         """
-        try:
-            f = pq.ParquetFile(p)
-        except (OSError, pa.ArrowException) as e:
-            raise TraceError(p, "", f"unreadable parquet: {e}") from None
+        if self.__dict__.get("_plans_for", ()) != window:
+            self._plans_for, self._plans = window, {}
+        if rank not in self._plans:
+            self._plans[rank] = self._plan_file(rank, window)
+        return self._plans[rank]
+
+    def _open(self, rank: int) -> pq.ParquetFile:
+        files = self.__dict__.setdefault("_open_files", {})
+        if rank not in files:
+            p = self.files[rank]
+            try:
+                files[rank] = pq.ParquetFile(p)
+            except (OSError, pa.ArrowException) as e:
+                raise TraceError(p, "", f"unreadable parquet: {e}") from None
+        return files[rank]
+
+    def _plan_file(self, rank: int, window: tuple[int, int] | None):
+        # The writer cuts groups at block edges, so a mask (over the rows of the chosen
+        # groups) appears only for datasets written otherwise: it keeps the read correct.
+        p, f = self.files[rank], self._open(rank)
         if window is None:
             return p, f, list(range(f.num_row_groups)), None, f.metadata.num_rows
         lo, hi = window
         li = f.schema_arrow.get_field_index("launch")
-        groups, masks, partial = [], [], False
+        groups, masks, rows = [], [], 0
         for g in range(f.num_row_groups):
             meta = f.metadata.row_group(g)
             st = meta.column(li).statistics
@@ -256,16 +263,17 @@ class Dataset:
                     continue
                 if lo <= st.min and st.max <= hi:
                     groups.append(g)
-                    masks.append(np.ones(meta.num_rows, bool))
+                    masks.append(meta.num_rows)  # whole: a count stands for an all-true mask
+                    rows += meta.num_rows
                     continue
             launch = to_numpy(f.read_row_group(g, columns=["launch"]).column(0), "launch")
             groups.append(g)
             masks.append((launch >= lo) & (launch <= hi))
-            partial = True
-        if partial:
-            mask = np.concatenate(masks)
-            return p, f, groups, mask, int(mask.sum())
-        return p, f, groups, None, sum(f.metadata.row_group(g).num_rows for g in groups)
+            rows += int(masks[-1].sum())
+        if all(isinstance(m, int) for m in masks):
+            return p, f, groups, None, rows
+        mask = np.concatenate([np.ones(m, bool) if isinstance(m, int) else m for m in masks])
+        return p, f, groups, mask, rows
 
 
 def to_numpy(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
