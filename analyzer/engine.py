@@ -196,8 +196,6 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     else:
         for w in windows:
             drafts.extend(_run_window(ds, w, config, selected, prof))
-            if len(windows) > 1:
-                gc.collect()  # rules' caches hang off the view in cycles: free its arrays before the next
     lost = sorted((c.rank, c.core, c.lost) for c in ds.report.cores if c.lost)
     info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=ds.manifest.protocol,
                      ranks=ds.manifest.ranks, cores=ds.manifest.cores, events=total,
@@ -226,6 +224,11 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof) 
             if _owns(window, hit, trace):
                 out.append(_finding(hit, by_code.get(hit.code, rule), config, trace))
         prof and prof.mark(f"{rule.code} evidence")
+    if window.blocks is not None:
+        # Rules' caches hang off the view in cycles; drop its arrays now, not at the next
+        # collection, or a worker running window after window holds several at once.
+        trace.__dict__.clear()
+        gc.collect()
     return out
 
 
