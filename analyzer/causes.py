@@ -1,12 +1,18 @@
 """The cause graph of a report: findings as nodes, ``caused_by`` as edges symptom -> cause.
 
-Kept apart from the engine because it is pure graph work on integer indices,
-testable without a trace.
+Kept apart from the engine because it is graph work on findings and integer
+indices, testable without a trace: the components and roots, and ``link``,
+which resolves each finding's cause pairs, orders the report and numbers it
+(the rules of that order are in ``analyzer.engine``'s docstring).
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any, Sequence
+
+from .finding import Finding, jsonable, severity_rank
 
 
 def strongly_connected(edges: Sequence[Sequence[int]]) -> list[list[int]]:
@@ -93,3 +99,63 @@ def explained_by(causes: Sequence[Sequence[int]]) -> list[dict[int, int]]:
             frontier, d = nxt, d + 1
         out.append(depth)
     return out
+
+
+def link(drafts: list[Finding]) -> tuple[Finding, ...]:
+    """Resolve cause pairs to ids, mark roots, order the report and number it F1..Fn."""
+    index: dict[tuple[str, Any], list[int]] = {}
+    for i, f in enumerate(drafts):
+        index.setdefault((f.code, f.key), []).append(i)
+    causes: list[list[int]] = []
+    extras: list[dict[str, Any]] = []
+    for i, f in enumerate(drafts):
+        extra = dict(f.extra)
+        pairs = extra.pop("_causes", ())
+        found: list[int] = []
+        missing: list[str] = []
+        for code, key in pairs:
+            hits = [j for j in index.get((code, key), []) if j != i]
+            if hits:
+                found.extend(j for j in hits if j not in found)
+            else:
+                missing.append(f"{code} {json.dumps(jsonable(key))}")
+        if missing:
+            extra["causes_not_reported"] = missing
+        causes.append(found)
+        extras.append(extra)
+    order_key = [_order_key(f) for f in drafts]
+    cycles = break_cycles(causes, order_key)
+    explains = explained_by(causes)
+    roots = sorted((i for i in range(len(drafts)) if not causes[i]),
+                   key=lambda i: (-severity_rank(drafts[i].severity), -len(explains[i]), order_key[i]))
+    order: list[int] = list(roots)
+    placed = set(order)
+    for r in roots:
+        for s in sorted(explains[r], key=lambda i: (explains[r][i], order_key[i])):
+            if s not in placed:
+                placed.add(s)
+                order.append(s)
+    order.extend(i for i in range(len(drafts)) if i not in placed)  # unreachable: cycles are broken
+    ids = {i: f"F{n + 1}" for n, i in enumerate(order)}
+    seen_fp: dict[str, int] = {}
+    out = []
+    for i in order:
+        f = drafts[i]
+        extra = extras[i]
+        if i in cycles:
+            extra["cycle"] = sorted((ids[j] for j in cycles[i]), key=lambda s: int(s[1:]))
+        fp = f.fingerprint
+        seen_fp[fp] = seen_fp.get(fp, 0) + 1
+        if seen_fp[fp] > 1:  # the same rule, place and key twice: keep fingerprints unique per report
+            fp = f"{fp}-{seen_fp[fp]}"
+        out.append(replace(f, id=ids[i], extra=extra, fingerprint=fp,
+                           caused_by=tuple(sorted((ids[j] for j in causes[i]), key=lambda s: int(s[1:]))),
+                           explains=tuple(sorted((ids[j] for j in explains[i]), key=lambda s: int(s[1:])))))
+    return tuple(out)
+
+
+def _order_key(f: Finding) -> tuple:
+    loc = f.location
+    place = tuple(-1 if v is None else v for v in (loc.rank, loc.core, loc.launch))
+    first = (f.evidence[0].seq,) if f.evidence else (-1,)
+    return (-severity_rank(f.severity), f.code, place, first, json.dumps(jsonable(f.key)), f.message)

@@ -25,19 +25,18 @@ the manifest's sites), and links causes.  How causes become root causes:
 from __future__ import annotations
 
 import gc
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from .causes import break_cycles, explained_by
+from .causes import link
 from .config import Config
-from .finding import Evidence, Finding, Location, fingerprint, jsonable, normalize_key, severity_rank
+from .finding import Evidence, Finding, Location, fingerprint, jsonable, normalize_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from rules.base import Hit, Rule
@@ -323,63 +322,3 @@ def _finding(hit: "Hit", rule: type["Rule"], config: Config, trace: "TraceView")
 
 def _value(v: Any) -> str:
     return getattr(v, "value", v)
-
-
-def link(drafts: list[Finding]) -> tuple[Finding, ...]:
-    """Resolve cause pairs to ids, mark roots, order the report and number it F1..Fn."""
-    index: dict[tuple[str, Any], list[int]] = {}
-    for i, f in enumerate(drafts):
-        index.setdefault((f.code, f.key), []).append(i)
-    causes: list[list[int]] = []
-    extras: list[dict[str, Any]] = []
-    for i, f in enumerate(drafts):
-        extra = dict(f.extra)
-        pairs = extra.pop("_causes", ())
-        found: list[int] = []
-        missing: list[str] = []
-        for code, key in pairs:
-            hits = [j for j in index.get((code, key), []) if j != i]
-            if hits:
-                found.extend(j for j in hits if j not in found)
-            else:
-                missing.append(f"{code} {json.dumps(jsonable(key))}")
-        if missing:
-            extra["causes_not_reported"] = missing
-        causes.append(found)
-        extras.append(extra)
-    order_key = [_order_key(f) for f in drafts]
-    cycles = break_cycles(causes, order_key)
-    explains = explained_by(causes)
-    roots = sorted((i for i in range(len(drafts)) if not causes[i]),
-                   key=lambda i: (-severity_rank(drafts[i].severity), -len(explains[i]), order_key[i]))
-    order: list[int] = list(roots)
-    placed = set(order)
-    for r in roots:
-        for s in sorted(explains[r], key=lambda i: (explains[r][i], order_key[i])):
-            if s not in placed:
-                placed.add(s)
-                order.append(s)
-    order.extend(i for i in range(len(drafts)) if i not in placed)  # unreachable: cycles are broken
-    ids = {i: f"F{n + 1}" for n, i in enumerate(order)}
-    seen_fp: dict[str, int] = {}
-    out = []
-    for i in order:
-        f = drafts[i]
-        extra = extras[i]
-        if i in cycles:
-            extra["cycle"] = sorted((ids[j] for j in cycles[i]), key=lambda s: int(s[1:]))
-        fp = f.fingerprint
-        seen_fp[fp] = seen_fp.get(fp, 0) + 1
-        if seen_fp[fp] > 1:  # the same rule, place and key twice: keep fingerprints unique per report
-            fp = f"{fp}-{seen_fp[fp]}"
-        out.append(replace(f, id=ids[i], extra=extra, fingerprint=fp,
-                           caused_by=tuple(sorted((ids[j] for j in causes[i]), key=lambda s: int(s[1:]))),
-                           explains=tuple(sorted((ids[j] for j in explains[i]), key=lambda s: int(s[1:])))))
-    return tuple(out)
-
-
-def _order_key(f: Finding) -> tuple:
-    loc = f.location
-    place = tuple(-1 if v is None else v for v in (loc.rank, loc.core, loc.launch))
-    first = (f.evidence[0].seq,) if f.evidence else (-1,)
-    return (-severity_rank(f.severity), f.code, place, first, json.dumps(jsonable(f.key)), f.message)

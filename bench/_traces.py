@@ -36,7 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 from ingest.dataset import (BLOCK_EVENTS, EVENTS_DIR, MANIFEST_FILE, REPORT_FILE, CoreReport,  # noqa: E402
                             IngestReport, SourceReport)
-from ingest.writer import blocks_of, conform, cut_blocks, launch_counts, row_cuts, write_events  # noqa: E402
+from ingest.blocks import blocks_of, cut_blocks, launch_counts, row_cuts  # noqa: E402
+from ingest.writer import conform, write_events  # noqa: E402
 from ingest.manifest import Manifest  # noqa: E402
 from ingest.rings import write_ring_file  # noqa: E402
 
