@@ -265,8 +265,6 @@ def _window_job(dataset: str, window, config: Config, codes: list[str]) -> list[
 
 def _owns(window, hit: "Hit", trace: "TraceView") -> bool:
     """Is the hit this window's to report: is its primary event (else its launch) in the main blocks?"""
-    if window.launch_lo is None:
-        return True
     if hit.rows:
         return window.owns(int(trace.col("launch")[hit.rows[0][1]]))
     at = hit.location.get("launch")

@@ -11,9 +11,9 @@ of about each size, then on each, in one run, as the median (min, max) of
              report written, with its peak RSS (os.wait4's rusage of that child);
   diagnose -j2  the same with --jobs 2 (two windows at once, a process each);
   limit      reading the columns the rules load (recorded from a diagnose of one
-             piece) into memory with pyarrow (arrow tables, a rank file at a time,
-             nulls as validity bitmaps: no conversion), timed inside the process;
-             one file at a time so that it fits at 100 M events, like the windows;
+             piece) into memory with pyarrow (arrow tables, nulls as validity
+             bitmaps: no conversion), timed inside the process; a rank file at
+             a time, so that it fits at 100 M events, as the windows do;
   baseline   bench/baseline.sql in DuckDB: stuck waits + producers (anti-joins)
              and the missing-quiet window, until every result is fetched;
   ingest     ingest.run.ingest of the same events from the binary ring dumps.
@@ -106,6 +106,7 @@ print(json.dumps({"columns": sorted(set(seen))}))
 def _tree_rss(root: int) -> int:
     """Resident bytes of a process and all its descendants now (0 if it is gone)."""
     parent, rss = {}, {}
+    page = os.sysconf("SC_PAGE_SIZE")
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -113,7 +114,7 @@ def _tree_rss(root: int) -> int:
             with open(f"/proc/{d}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             parent[int(d)] = int(fields[1])
-            rss[int(d)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            rss[int(d)] = int(fields[21]) * page
         except (OSError, IndexError, ValueError):
             continue
     total = 0
@@ -130,8 +131,8 @@ def child(argv: list[str], env: dict | None = None, ok=(0,)) -> tuple[float, int
     """Run a child; (wall seconds from spawn to exit, its peak RSS in bytes, its JSON line or {}).
 
     The peak is the larger of the child's own rusage peak and the most its
-    whole process tree held at once (sampled every 0.2 s: a window holds its memory for seconds), so worker processes
-    count (diagnose --jobs).
+    whole process tree held at once (sampled every 0.2 s: a window holds its
+    memory for seconds), so worker processes count (diagnose --jobs).
     """
     import threading
 
@@ -207,7 +208,7 @@ def bench_size(protocol: str, events: int, reps: int, cols: list[str], bpe: dict
     run = [k for k in ("diagnose", "diagnose_j2", "limit", "baseline", "ingest") if k not in res["skipped"]]
     report = Path(tempfile.mkdtemp(prefix="moetrace-perf-")) / "report.json"
     diag = [*MOETRACE, "diagnose", str(ds), "--format", "json", "-o", str(report), "--no-progress"]
-    large = events >= 50_000_000  # one repetition each, and no warm-up, compile or profile runs
+    large = events >= 50_000_000  # no warm-up, compile or profile runs: each costs minutes there
     if "diagnose" in run and not large:
         child(diag, ok=DIAG_OK)  # warm-up: page cache and numba's on-disk cache
     runs = {k: [] for k in run}
@@ -246,7 +247,7 @@ def bench_size(protocol: str, events: int, reps: int, cols: list[str], bpe: dict
         doc = json.loads(report.read_text())
         res["summary"] = doc.get("summary", {})
         res["codes"] = sorted({f["code"] for f in doc.get("findings", [])})
-        if not large:  # the smaller sizes measure these; at 100 M each run costs minutes
+        if not large:  # the smaller sizes measure these
             res["compile"] = compile_cost(diag)
             res["profile"] = profile_stages(diag)
     return res

@@ -181,8 +181,8 @@ class Dataset:
         """Columns as numpy arrays of the contract's types, nulls as each column's sentinel.
 
         ``blocks=(k0, k1)``: only the launches of blocks k0..k1-1, still in
-        (rank, core, seq) order.  Filled row group by row group into
-        preallocated arrays: only one row group is ever held as arrow, where
+        (rank, core, seq) order.  Filled file by file into preallocated
+        arrays: only one rank's rows are ever held as arrow, where
         concatenating whole tables and then converting held the dataset twice.
         """
         cols = list(dict.fromkeys(columns))

@@ -51,7 +51,7 @@ class DatasetWriter:
             raise ValueError("block_events must be positive")
         self.block_events = block_events
         # Launches that end a block (the last block is open-ended), fixed by the first
-        # rows added so every rank can be encoded as soon as it arrives (see _edges_from).
+        # rows added so every rank can be encoded as soon as it arrives (ingest.blocks.edges_from).
         self._edges: np.ndarray | None = None
         if self.out.exists() and not overwrite:
             raise TraceError(self.out, "", "output already exists (use --force to replace it)")

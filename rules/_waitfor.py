@@ -26,7 +26,6 @@ from ._waitfor_build import Builder
 from ._waitfor_producers import Verdict
 
 
-
 @dataclass
 class Node:
     """A stuck wait (MT101) or a stuck barrier (MT102)."""

@@ -3,7 +3,8 @@
 Rows are in dataset order: ranks ascending, each rank in (core, seq) order,
 so a per-core pass needs no sort.  A view may hold a window of the trace's
 blocks (whole launches of every rank, ``ingest.dataset``): then rows are that
-window's, in the same order, and the analyzer decides which hits it keeps.  Columns load on first use and stay cached;
+window's, in the same order, and the analyzer decides which hits it keeps.
+Columns load on first use (or all at once, ``prefetch``) and stay cached;
 derived arrays (segments, owner, element keys) are computed once and shared
 by every rule.  Nulls are each column's sentinel (``contract.Column.numpy_null``).
 """
