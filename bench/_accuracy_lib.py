@@ -46,12 +46,17 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 SEEDS = 5
 ROUTINGS = ("uniform", "skewed")
 # 4 ranks x 2 cores keeps a core serving two peers (strided loops) and a run
 # near 0.15 s; 8 tokens x top-2 over 8 experts still gives skew something to do.
 SHAPE = dict(ranks=4, cores=2, tokens=8, topk=2, hidden=4, local_experts=2)
 REPORTED = ("error", "warning")
+# How the simulated trace is handed to the diagnosis: as the simulator wrote it (every optional
+# annotation), or bare (only what docs/trace-format.md requires: see ``make_bare``).
+MODES = ("full", "bare")
 HAZARD_FAMILIES = ("missing-drain", "stale-flag", "invalid-expert-id")
 
 
@@ -61,10 +66,12 @@ class Case:
     fault: str | None  # None: a clean run
     seed: int
     routing: str
+    mode: str = "full"  # one of MODES
 
     @property
     def id(self) -> str:
-        return f"{self.protocol}-{self.fault or 'clean'}-s{self.seed}-{self.routing}"
+        tail = "" if self.mode == "full" else f"-{self.mode}"
+        return f"{self.protocol}-{self.fault or 'clean'}-s{self.seed}-{self.routing}{tail}"
 
 
 @dataclass
@@ -106,7 +113,8 @@ class Result:
         return self.reported if self.case.fault is None else []
 
 
-def cases(protocols=None, seeds: int = SEEDS, routings=ROUTINGS, clean: bool = True) -> list[Case]:
+def cases(protocols=None, seeds: int = SEEDS, routings=ROUTINGS, clean: bool = True,
+          modes=("full",)) -> list[Case]:
     import kernels
 
     out = []
@@ -114,8 +122,54 @@ def cases(protocols=None, seeds: int = SEEDS, routings=ROUTINGS, clean: bool = T
         if protocols and proto not in protocols:
             continue
         for fault in ((None,) if clean else ()) + tuple(cls.faults):
-            out += [Case(proto, fault, s, r) for s in range(seeds) for r in routings]
+            out += [Case(proto, fault, s, r, m) for m in modes for s in range(seeds) for r in routings]
     return out
+
+
+def make_bare(dataset: Path) -> None:
+    """Strip a dataset down to what the contract requires, in place.
+
+    The manifest loses every optional region annotation (``reset``,
+    ``monotonic``, ``slot_words``, ``index``), its ``sites`` and its
+    ``params``; every event loses every field its kind carries only
+    optionally (``ingest.contract.FIELDS``' optional half, plus ``site`` and
+    ``epoch``). What is left is the trace a user writes from the docs'
+    required columns alone: the diagnosis must hold on it.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ingest.contract import COMMON_OPTIONAL, FIELDS, Kind
+
+    path = dataset / "manifest.json"
+    doc = json.loads(path.read_text())
+    doc.pop("sites", None)
+    doc.pop("params", None)
+    for region in doc["regions"]:
+        for key in ("reset", "monotonic", "slot_words", "index"):
+            region.pop(key, None)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    # A column optional for some kind is nulled on that kind's rows only: it may be required elsewhere.
+    optional: dict[str, list[int]] = {name: [int(k) for k in Kind] for name in COMMON_OPTIONAL}
+    for kind, (_, opt) in FIELDS.items():
+        for name in opt:
+            optional.setdefault(name, []).append(int(kind))
+    for part in sorted(dataset.glob("events/rank=*/*.parquet")):
+        pf = pq.ParquetFile(part)
+        table = pf.read()
+        kind = table.column("kind").to_numpy()
+        for name, kinds in optional.items():
+            col = table.column(name)
+            keep = ~np.isin(kind, kinds)
+            table = table.set_column(table.schema.get_field_index(name), name,
+                                     pa.compute.if_else(pa.array(keep), col, pa.nulls(len(col), col.type)))
+        # One row group per original one, so window reads by launch statistics still work.
+        sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.num_row_groups)]
+        with pq.ParquetWriter(part, table.schema, compression="lz4") as w:
+            at = 0
+            for n in sizes:
+                w.write_table(table.slice(at, n))
+                at += n
 
 
 def run_case(case: Case, workdir: str | Path | None = None, shape: dict | None = None) -> Result:
@@ -130,6 +184,8 @@ def run_case(case: Case, workdir: str | Path | None = None, shape: dict | None =
     simulate(case.protocol, Params(routing=case.routing, **(SHAPE if shape is None else shape)),
              faults=[case.fault] if case.fault else [], seed=case.seed, out=out)
     truth = json.loads((out / "truth.json").read_text())  # the written truth is what we score against
+    if case.mode == "bare":
+        make_bare(out / truth["dataset"])
     report = diagnose(out / truth["dataset"])
     reported = [f for f in report.findings if f.severity in REPORTED]
     roots = [f for f in reported if f.is_root]

@@ -26,6 +26,10 @@ SLOT_INDEX = {
 }
 
 
+# A region's optional annotations: each sharpens the diagnosis; none is needed for it.
+ANNOTATIONS = ("reset", "monotonic", "slot_words", "index")
+
+
 @dataclass(frozen=True)
 class Region:
     """A symmetric window, present at the same offsets on every rank."""
@@ -40,17 +44,20 @@ class Region:
     slot_words: int = 1  # elements per logical slot (8 for the classic 32 B ready/count/status slots)
     index: str | None = None  # how slot numbers map to routes: see SLOT_INDEX
     base: int = 0  # first element key of this region inside one rank's key space
+    # The optional annotations the manifest states (even at their default): the analyzer
+    # infers the others from the trace (rules.infer), and must not override these.
+    annotated: frozenset = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "role": self.role.wire,
                                "elem_bytes": self.elem_bytes, "length": self.length}
-        if self.reset is not None:
+        if self.reset is not None or "reset" in self.annotated:
             out["reset"] = self.reset
-        if self.monotonic:
-            out["monotonic"] = True
-        if self.slot_words != 1:
+        if self.monotonic or "monotonic" in self.annotated:
+            out["monotonic"] = self.monotonic
+        if self.slot_words != 1 or "slot_words" in self.annotated:
             out["slot_words"] = self.slot_words
-        if self.index is not None:
+        if self.index is not None or "index" in self.annotated:
             out["index"] = self.index
         return out
 
@@ -201,7 +208,8 @@ class Manifest:
             index = need(r, "index", str, w, optional=True)
             if index is not None and index not in SLOT_INDEX:
                 raise err(w + "index", f"unknown index {index!r}; expected one of {', '.join(SLOT_INDEX)}")
-            regions.append(Region(i, name, role, elem_bytes, length, reset, mono, slot_words, index, base))
+            stated = frozenset(k for k in ANNOTATIONS if k in r)  # "reset": null states there is none
+            regions.append(Region(i, name, role, elem_bytes, length, reset, mono, slot_words, index, base, stated))
             base += length
         if len(regions) > 32767:
             raise err("$.regions", "too many regions")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.contract import Engine, Kind, Op, Role
-from ingest.manifest import Region
+from ingest.manifest import ANNOTATIONS, Region
 
 _DTYPE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 # Chance that an early-delivery pick of a batch on this engine goes through.
@@ -35,8 +35,9 @@ class RegionSpec:
     init: int = 0  # what the host memsets the window to before the first launch
 
     def region(self, rid: int) -> Region:
+        # The simulator knows every property of its windows: it states them all, none left to infer.
         return Region(rid, self.name, self.role, self.elem_bytes, self.length, self.reset,
-                      self.monotonic, self.slot_words, self.index)
+                      self.monotonic, self.slot_words, self.index, annotated=frozenset(ANNOTATIONS))
 
 
 class Pending:
