@@ -87,7 +87,7 @@ class TraceInfo:
             out.append(f"no events from {word} {compress_ranks(self.ranks_missing)} (dump missing or rank died)")
         if self.lost:
             cores = ", ".join(f"rank {r} core {c}: {n}" for r, c, n in self.lost)
-            out.append(f"{self.lost_total} events lost to ring wrap ({cores})")
+            out.append(f"{self.lost_total} events lost to ring wrap or a cut start ({cores})")
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -195,7 +195,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     else:
         for w in windows:
             drafts.extend(_run_window(ds, w, config, selected, prof))
-    lost = sorted((c.rank, c.core, c.lost) for c in ds.report.cores if c.lost)
+    lost = sorted((c.rank, c.core, c.missing) for c in ds.report.cores if c.missing)
     info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=ds.manifest.protocol,
                      ranks=ds.manifest.ranks, cores=ds.manifest.cores, events=total,
                      ranks_missing=tuple(ds.report.ranks_missing), lost=tuple(lost))
@@ -204,7 +204,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
 
 def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof) -> list[Finding]:
     """Run every selected rule on one window; the findings it owns, evidence resolved."""
-    from rules.base import RuleContext
+    from rules.analyses import run
     from rules.trace import TraceView
 
     trace = TraceView(ds, blocks=window.blocks)
@@ -212,17 +212,25 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof) 
     prof and prof.mark(f"read: {trace.n:,} events, {len(trace.loaded)} columns")
     by_code = {r.code: r for r in selected}
     out: list[Finding] = []
-    for rule in selected:
-        ctx = RuleContext(options=config.options_for(rule))
-        try:
-            hits = list(rule().check(trace, ctx))
-        except Exception as e:  # a rule bug: keep the original as __cause__ for tests and debugging
-            raise RuleError(rule.code, e) from e
+
+    def on_rule(rule, hits) -> None:
         prof and prof.mark(f"{rule.code} check ({len(hits)} hits)")
         for hit in hits:
             if _owns(window, hit, trace):
                 out.append(_finding(hit, by_code.get(hit.code, rule), config, trace))
         prof and prof.mark(f"{rule.code} evidence")
+
+    current: list = [None]
+
+    def on_analysis(name: str) -> None:
+        prof and prof.mark(f"analysis {name}")
+
+    try:
+        run(trace, selected, config.options_for, on_rule=on_rule, on_analysis=on_analysis,
+            on_start=lambda rule: current.__setitem__(0, rule))
+    except Exception as e:  # a rule bug: keep the original as __cause__ for tests and debugging
+        code = current[0].code if current[0] is not None else "analysis"
+        raise RuleError(code, e) from e
     if window.blocks is not None:
         # Rules' caches hang off the view in cycles; drop its arrays now, not at the next
         # collection, or a worker running window after window holds several at once.
@@ -302,8 +310,16 @@ def _finding(hit: "Hit", rule: type["Rule"], config: Config, trace: "TraceView")
             loc[k] = v
         else:
             extra.setdefault(k, v)  # a place the Location has no field for (e.g. peer): keep it visible
-    if isinstance(loc.get("region"), int):
-        loc["region"] = trace.manifest.regions[loc["region"]].name
+    region_id = loc.get("region") if isinstance(loc.get("region"), int) else None
+    if region_id is not None:
+        loc["region"] = trace.manifest.regions[region_id].name
+    confidence = _value(hit.confidence)
+    # What the finding rests on that the trace, not the manifest, gave (rules.infer).
+    inferred = trace.inference.about(region_id, rule.infers_from) if rule.infers_from else []
+    if inferred:
+        extra["inferred"] = inferred
+        if confidence == "certain":
+            confidence = "inferred"
     loc = {k: jsonable(v) for k, v in loc.items()}
     if "source" not in loc and loc.get("site") is not None:
         loc["source"] = trace.manifest.site_text(loc["site"])
@@ -312,7 +328,7 @@ def _finding(hit: "Hit", rule: type["Rule"], config: Config, trace: "TraceView")
         or _value(rule.severity)
     key = normalize_key(hit.key)
     return Finding(id="", code=hit.code, family=_value(rule.family), name=rule.name, severity=severity,
-                   confidence=_value(hit.confidence), message=hit.message, location=location,
+                   confidence=confidence, message=hit.message, location=location,
                    evidence=evidence, fingerprint=fingerprint(hit.code, location),
                    extra={**extra, "_causes": tuple((c, normalize_key(k)) for c, k in hit.caused_by)},
                    key=key)

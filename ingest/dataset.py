@@ -67,6 +67,13 @@ class CoreReport:
     first_seq: int | None = None
     last_seq: int | None = None
 
+    @property
+    def missing(self) -> int:
+        """Events of this core the trace does not hold: those the ring overwrote, or, for any
+        source, the seq numbers before its first event (a core's seq counts from 0, so a first
+        seq above 0 is a cut prefix, as in a JSON-lines file cut at its start)."""
+        return max(self.lost, self.first_seq or 0)
+
     def to_json(self) -> dict:
         return {"rank": self.rank, "core": self.core, "rows": self.rows, "lost": self.lost,
                 "first_seq": self.first_seq, "last_seq": self.last_seq}

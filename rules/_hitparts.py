@@ -58,6 +58,19 @@ def launch_gap(trace, ranks, launch: int) -> str | None:
     return "; ".join(parts) or None
 
 
+def core_gap(trace, rank: int, core: int, launch: int) -> str | None:
+    """Why the start of ``launch`` on (rank, core) is not in the trace (ring wrap, cut start), else None.
+
+    A per-core rule whose state opens earlier in the launch (an atomic window's
+    ``atomic_mode add``) cannot tell, in such a launch, what state the core was in.
+    """
+    first = trace.intact_from.get((int(rank), int(core)))
+    if first is None or first <= launch:
+        return None
+    lost = trace.lost_by_core.get((int(rank), int(core)), 0)
+    return f"rank {rank} core {core} lost {lost} events before its first one here (launch {launch} not whole)"
+
+
 def weakened(message: str, gap: str) -> dict:
     """Hit fields for a finding that leans on events in ``gap``: partial-trace, at most a note."""
     from .base import Confidence, Severity

@@ -27,7 +27,7 @@ import numpy as np
 from ingest.contract import Engine, Kind, Op, PipeOp, Role, Scope
 
 # Hit helpers live in their own module (size); rules reach them as P.<name>, as before.
-from ._hitparts import confidence_for, ev, groups, launch_gap, region_name, weakened  # noqa: F401
+from ._hitparts import confidence_for, core_gap, ev, groups, launch_gap, region_name, weakened  # noqa: F401
 from ._jit import kernel
 
 T = TypeVar("T")

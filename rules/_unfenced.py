@@ -151,8 +151,9 @@ def _ordered(names) -> np.ndarray:
     return ordered
 
 
-def unfenced(trace, ordered_names=DEFAULT_ORDERED) -> Unfenced:
-    names = tuple(sorted(ordered_names))
+def unfenced(trace, ordered_names=None) -> Unfenced:
+    """The unfenced scan with ``ordered_names`` (default: the run's ``trace.options``)."""
+    names = tuple(sorted(trace.options.ordered_engines if ordered_names is None else ordered_names))
 
     def build():
         n = trace.n
@@ -175,9 +176,9 @@ def unfenced(trace, ordered_names=DEFAULT_ORDERED) -> Unfenced:
     return P.cached(trace, f"unfenced:{names}", build)
 
 
-def put_flag(trace, ordered_names=DEFAULT_ORDERED) -> np.ndarray:
+def put_flag(trace, ordered_names=None) -> np.ndarray:
     """Per payload put row, the first flag write it is still outstanding at (-1: none)."""
-    names = tuple(sorted(ordered_names))
+    names = tuple(sorted(trace.options.ordered_engines if ordered_names is None else ordered_names))
 
     def build():
         out = P.rows_full(trace.n)

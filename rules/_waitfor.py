@@ -159,7 +159,7 @@ def _wait_node(b: Builder, i: int, begin: int, end: int) -> Node:
     n.skey = int(b.tables.skey(n.rank, region, n.slot))
     if begin >= 0:
         n.cmp, n.target = int(t["cmp"][row]), int(t["value"][row])
-        words = int(t["words"][row])
+        words = int(t.wait_words[row])
         n.words = 1 if words == t.null("words") else words
     n.current, n.current_text = b.current_value(n)
     return n

@@ -45,13 +45,13 @@ def node(b, i: int, row: int, Node):
     return n
 
 
-def _counts(b, launch: int, scope: int) -> np.ndarray:
-    """Barrier begins of (launch, scope) reached per segment."""
+def _counts(b, launch: int, scope: int, begins: bool = True) -> np.ndarray:
+    """Barrier begins (or ends) of (launch, scope) reached per segment."""
     rows, inst, is_begin = _table(b)
-    k = (launch, scope)
+    k = (launch, scope, begins)
     if k not in b._bar_counts:
         t = b.trace
-        sel = (is_begin == 1) & (t["launch"][rows] == launch) & (t["scope"][rows] == scope)
+        sel = (is_begin == int(begins)) & (t["launch"][rows] == launch) & (t["scope"][rows] == scope)
         seg_of = np.searchsorted(t.segments, rows[sel], side="right") - 1
         counts = np.zeros(len(t.segments) - 1, np.int64)
         np.maximum.at(counts, seg_of, inst[sel].astype(np.int64))
@@ -70,6 +70,7 @@ def participants(b, n) -> list[tuple[int, int]]:
 
 def explain(b, n) -> None:
     counts = _counts(b, n.launch, n.scope)
+    ends = _counts(b, n.launch, n.scope, begins=False)
     seg_at = {(int(r), int(c)): s for s, (r, c) in enumerate(zip(b.seg_rank, b.seg_core))}
     seen_missing: set[int] = set()
     for r, c in participants(b, n):
@@ -86,6 +87,15 @@ def explain(b, n) -> None:
                                       gap=f"no events from {who}"))
             continue
         if counts[s] >= n.instance:
+            # Reached it, never left it, and stuck in a wait: the barrier's own wait (a
+            # cross-rank barrier every core records, run by one core's waits) holds it up.
+            if ends[s] < n.instance and int(b.seg_state[s]) == IN_WAIT and int(b.seg_last_launch[s]) == n.launch \
+                    and (r, c) != (n.rank, n.core):
+                e = b.node_at_row.get(int(b.seg_open[s]))
+                if e is not None:
+                    n.verdicts.append(Verdict(r, "barrier", "stuck", f"rank {r} core {c} entered it and is stuck "
+                                              f"inside it ({b.node_text(e)})", edges=(e,),
+                                              gap=b.gap_of_core(r, c)))
             continue
         last = int(b.seg_last_launch[s])
         state = int(b.seg_state[s])

@@ -12,7 +12,7 @@ import numpy as np
 
 from ingest.contract import Kind, Op
 
-from ._waitfor_scan import STOPPED, scan_cores
+from ._waitfor_scan import FINISHED, STOPPED, scanned
 from ._waitfor_tables import Tables
 
 _REMOTE = np.array([int(k) for k in (Kind.PUT, Kind.PUT_SIGNAL, Kind.SIGNAL, Kind.AMO)], dtype=np.int8)
@@ -24,7 +24,7 @@ class Builder:
         m = t.manifest
         t.load(["rank", "core", "seq", "launch", "kind", "outcome", "region", "offset"])
         seg = t.segments
-        state, open_row, last_row, begin, end = scan_cores(t["kind"], t["outcome"], seg)
+        state, open_row, last_row, begin, end = scanned(t)
         self.seg_state, self.seg_open, self.seg_last_row = state, open_row, last_row
         starts = seg[:-1]
         self.seg_rank = t["rank"][starts].astype(np.int64)
@@ -167,13 +167,47 @@ class Builder:
         tb = self.tables
         same = idx[(tb.w_slot[idx] == w.slot) & ~wrong_slot]
         other = same[tb.w_owner[same] != w.rank]
-        peer = [i for i in other.tolist() if not self.tables.waited(int(tb.w_skey[i]), w.launch)]
+        # Nobody waiting on the copy proves it unwanted only where its owner got through the
+        # launch: an owner still stuck or stopped before that wait may simply not have reached it.
+        peer = [i for i in other.tolist() if not self.tables.waited(int(tb.w_skey[i]), w.launch)
+                and self.finished(int(tb.w_owner[i]), w.launch)]
         out = sorted(set(idx[wrong_slot].tolist()) | set(peer) | set(_surplus(self, same, w)))
         for i in out:
             key = self.key_of_row(int(tb.w_row[i]))
             entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
             entry["waits"].append(w.id)
         return out
+
+    def stray_writes(self, w, p: int) -> list[int]:
+        """p's writes into w's region on w's rank in w's launch whose slot nobody waited on there,
+        nearest to w's slot first: where w waits for a slot p owed and p wrote one beside it
+        instead (an off-by-one that stays inside p's own slots), that write is the misdirected one.
+        The sequential consumer never got past w, so a slot it would wait on later is unwaited too:
+        only the nearest one is taken."""
+        tb = self.tables
+        idx = tb.writes_by(p, w.region, w.launch)
+        idx = idx[(tb.w_owner[idx] == w.rank) & (tb.w_slot[idx] != w.slot)]
+        reset = self.trace.manifest.regions[w.region].reset
+        if reset is not None:
+            idx = idx[tb.w_value[idx] != reset]
+        idx = [i for i in idx.tolist() if not tb.waited(int(tb.w_skey[i]), w.launch)]
+        if not idx:
+            return []
+        near = min(abs(int(tb.w_slot[i]) - w.slot) for i in idx)
+        out = [i for i in idx if abs(int(tb.w_slot[i]) - w.slot) == near][:1]
+        for i in out:
+            key = self.key_of_row(int(tb.w_row[i]))
+            entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
+            entry["waits"].append(w.id)
+        return out
+
+    def finished(self, rank: int, launch: int) -> bool:
+        """Did every core of ``rank`` get through ``launch`` (finished it, or went on to a later one)?"""
+        segs = np.flatnonzero(self.seg_rank == rank)
+        if not len(segs) or rank in self.missing:
+            return False
+        last = self.seg_last_launch[segs]
+        return bool(((last > launch) | ((last == launch) & (self.seg_state[segs] == FINISHED))).all())
 
     def wrote_others(self, p: int, w) -> int:
         """How many other slots of w's region p wrote to w's rank in w's launch (not resets)."""

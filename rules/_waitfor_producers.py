@@ -171,6 +171,15 @@ def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
         # edge back, or every stale-count hang would read as a deadlock.
         stale = b.stale_candidates(w) or b.stale_candidates(w, p)
         dropped = b.dropped_routes(w, p)
+        stray = [] if stale or dropped else b.stray_writes(w, p)
+        if stray:
+            # p owed this slot and wrote one beside it that nobody waits on: the slot is off.
+            name = t_name(b, w)
+            where = ", ".join(b.write_text(i) for i in stray[:3])
+            return Verdict(p, via, "wrote-elsewhere", f"{who} never wrote {name}[{w.slot}] of rank {w.rank}; it "
+                           f"wrote {where}, which nobody waits on in launch {w.launch}, instead",
+                           causes=tuple(("MT105", b.key_of_row(int(b.tables.w_row[i]))) for i in stray),
+                           rows=tuple(("misdirected write", int(b.tables.w_row[i])) for i in stray[:4]), gap=gap)
         causes = tuple((d[0], d[1]) for d in dropped) + tuple(c for c, _ in stale)
         extra = "; ".join([d[2] for d in dropped[:2]] + [txt for _, txt in stale[:2]])
         return Verdict(p, via, "moved-on", f"{who} wrote {done} other slot(s) of {t_name(b, w)} to rank "

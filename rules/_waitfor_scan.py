@@ -12,6 +12,7 @@ import numpy as np
 from ingest.contract import Kind, Outcome
 
 from ._jit import kernel
+from ._passes import cached
 
 # numba freezes module globals at compile time: plain ints, never changed.
 _KERNEL_BEGIN = int(Kind.KERNEL_BEGIN)
@@ -37,6 +38,8 @@ def scan_cores(kind, outcome, seg):
     (end row -1), or when its wait_end says timeout.  A timeout whose begin
     was lost to ring wrap has begin row -1.  A core whose first event is not
     kernel_begin counts as inside a kernel: its begin was lost, not skipped.
+    A core whose last event is a timed-out wait_end (the kernel trapped on
+    its timeout) ends in that wait, not stopped.
     """
     nseg = len(seg) - 1
     state = np.zeros(nseg, np.int8)
@@ -62,8 +65,10 @@ def scan_cores(kind, outcome, seg):
         pending = -1
         barrier = -1
         in_kernel = True
+        timed_out = -1  # the node row of the last timed-out wait, while it is the core's last event
         for i in range(seg[s], seg[s + 1]):
             k = kind[i]
+            timed_out = -1
             if k == _KERNEL_BEGIN:
                 in_kernel = True
             elif k == _KERNEL_END:
@@ -77,6 +82,7 @@ def scan_cores(kind, outcome, seg):
                     begin[j] = pending
                     end[j] = i
                     j += 1
+                    timed_out = pending if pending >= 0 else i
                 pending = -1
             elif k == _BARRIER_BEGIN:
                 barrier = i
@@ -92,6 +98,10 @@ def scan_cores(kind, outcome, seg):
         elif barrier >= 0:
             state[s] = IN_BARRIER
             open_row[s] = barrier
+        elif timed_out >= 0 and in_kernel:
+            # The kernel trapped on its own timeout: the core ends in that wait, it did not die.
+            state[s] = IN_WAIT
+            open_row[s] = timed_out
         elif in_kernel and seg[s + 1] > seg[s]:
             state[s] = STOPPED
             open_row[s] = seg[s + 1] - 1
@@ -159,3 +169,8 @@ def expand_slots(first, last):
             slot[j] = s
             j += 1
     return item, slot
+
+
+def scanned(trace):
+    """``scan_cores`` of the view, computed once: (state, open row, last row, stuck begins, stuck ends)."""
+    return cached(trace, "scan", lambda: scan_cores(trace["kind"], trace["outcome"], trace.segments))

@@ -1,8 +1,9 @@
 """Stale counts and flags behind a hang, and the findings of other rules a hang cites.
 
 A hang rule cites another rule's hit by the key that rule gives it, so it
-asks that rule (``hits_of``) instead of restating its logic: the stale-flag
-rules decide what was never reset, the wait-for analysis only links to them.
+reads that rule's hits of this run (``analyses.hits_of``: the engine runs
+the cited rules first) instead of restating its logic: the stale-flag rules
+decide what was never reset, the wait-for analysis only links to them.
 
 ``stale_waits`` is whole-array numpy over the completed waits of one
 (rank, launch): a wait passed on a leftover when the last launch that wrote
@@ -13,21 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.contract import Kind, Outcome, Role
+from ingest.contract import Kind, Outcome
 
 from ._passes import cached
-
-
-def hits_of(trace, code: str) -> list:
-    """Another rule's hits on this trace, computed once per TraceView (default options)."""
-    per = cached(trace, "hits_of", dict)
-    if code not in per:
-        from . import registry
-        from .base import RuleContext
-
-        rule = registry().get(code)
-        per[code] = list(rule().check(trace, RuleContext())) if rule is not None else []
-    return per[code]
+from .analyses import hits_of
 
 
 def not_reset(trace) -> dict:
@@ -113,42 +103,23 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     return out
 
 
-def count_causes(trace, launch: int, sender: int, receiver: int, silent: int | None = None) -> tuple:
-    """Causes of a count mismatch from ``sender`` to ``receiver`` in ``launch``: the receiver's
-    counter left unreset by the launch before (MT202), the sender's writes that the wait-for
-    analysis found misdirected to the receiver in that launch (MT105, a copy meant for another
-    peer), and where one side recorded nothing (``silent``), that rank's stuck waits of the
-    launch: it never got as far as its delivery (or count), the hang explains it."""
-    out = []
-    regions = trace.manifest.regions
-    stale = [(o, reg, L) for (o, reg, L) in not_reset(trace) if o == receiver and L == launch - 1]
-    counters = [k for k in stale if regions[k[1]].role == Role.COUNTER]
-    out += [("MT202", not_reset(trace)[k][0]) for k in (counters or stale)]
-    from ._waitfor import analyze
-
-    wf = analyze(trace)
-    tb = wf.builder.tables
-    for key, entry in sorted(wf.wrong.items()):
-        i = entry["write"]
-        if key[0] == sender and int(tb.w_owner[i]) == receiver and int(tb.w_launch[i]) == launch:
-            out.append(("MT105", key))
-    if silent is not None:
-        out += [n.ref for n in wf.nodes if n.rank == silent and n.launch == launch]
-    return tuple(dict.fromkeys(out))
-
-
-def aliased_routes(b, p: int, launch: int, limit: int = 8) -> list[tuple]:
+def aliased_routes(b, p: int, launch: int, limit: int = 8, owner: int | None = None) -> list[tuple]:
     """(MT501, key, text, row) of the invalid-expert routes sent to rank p in ``launch``.
 
     A row whose expert is out of range still lands on a rank (a negative id
     aliases into the neighbouring segment), which then writes its combine
     slots one off: every slot it skips or writes twice traces back to it.
+    A route that does not record its ``dst_rank`` may have gone to any rank,
+    so every such invalid route of the launch is a candidate (the text says so).
     """
     t = b.trace
     bad = b._invalid_routes()
     dst = b.dst_rank[bad].astype(np.int64)
-    bad = bad[(dst == p) & (t["launch"][bad] == launch)]
+    bad = bad[((dst == p) | (dst == t.null("dst_rank"))) & (t["launch"][bad] == launch)]
+    def sent(r: int) -> str:
+        return "sent it" if int(b.dst_rank[r]) == p else "may have sent it (the route names no dst_rank)"
+
     return [("MT501", b.key_of_row(r),
-             f"rank {int(t['rank'][r])} sent it route token {int(t['token'][r])} topk {int(t['topk'][r])} "
+             f"rank {int(t['rank'][r])} {sent(r)} route token {int(t['token'][r])} topk {int(t['topk'][r])} "
              f"with expert {int(b.expert[r])}, outside [0, {b.NE}), which shifts the slots it writes", r)
             for r in bad[:limit].tolist()]

@@ -15,51 +15,12 @@ Writes the trace cannot order stay in row order; the simulated values
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from . import _passes as P
 from ._jit import kernel
-
-OP_ADD, NULL64 = P.OP_ADD, P.NULL64  # plain globals for numba
-
-
-@dataclass(frozen=True)
-class Words:
-    """The table, one entry per word write, sorted by ``ck``.
-
-    An entry's key and launch are not stored (two arrays of the table's length):
-    ``ck`` holds both, key * lspan + (launch - lmin), so ``key_of`` / ``launch_of``
-    decode them and the entries of one key are ``ck`` in [key * lspan, (key + 1) * lspan).
-    """
-
-    row: np.ndarray      # event row of the write (``_passes.row_dtype``)
-    region: np.ndarray
-    phase: np.ndarray    # phase_all of the row
-    op: np.ndarray       # OP_SET / OP_ADD
-    value: np.ndarray    # int64, NULL64 where the trace does not say
-    after: np.ndarray    # simulated word value after this write (NULL64 = unknown)
-    last: np.ndarray     # bool: last write of its (key, launch) group
-    ck: np.ndarray       # composite (key, launch) sort key, ascending
-    lmin: int
-    lspan: int
-    kind: np.ndarray     # kind of the row (int8): rules test it per entry without a gather from the trace
-
-    def ckey(self, key, launch):
-        return np.asarray(key, np.int64) * self.lspan + (np.asarray(launch, np.int64) - self.lmin)
-
-    def key_of(self, i):
-        """Element key of entry (or entries) ``i``."""
-        return self.ck[i] // self.lspan
-
-    def launch_of(self, i):
-        return self.ck[i] % self.lspan + self.lmin
-
-    def key_bounds(self, key):
-        """(lo, hi): the entries of ``key`` (a scalar or an array of keys) are lo .. hi - 1."""
-        k = np.asarray(key, np.int64) * self.lspan
-        return np.searchsorted(self.ck, k, "left"), np.searchsorted(self.ck, k + self.lspan, "left")
+from ._words_packed import build_packed
+from ._words_table import NULL64, OP_ADD, Words
 
 
 def _expand(first_key, count):
@@ -130,8 +91,6 @@ def words(trace) -> Words:
 
 
 def _build(trace) -> Words:
-    from ._words_packed import build_packed
-
     w = build_packed(trace)
     return w if w is not None else _build_lexsort(trace)
 
@@ -176,7 +135,7 @@ def _build_lexsort(trace) -> Words:
     # A multi-word wait (`words` on its begin) covers each of its words.
     we = np.flatnonzero((kind == P.K_WEND) & (key >= 0))
     _, e2b = P.wait_pairs(trace)
-    nw = trace["words"][np.maximum(e2b[we], 0)].astype(np.int64)
+    nw = trace.wait_words[np.maximum(e2b[we], 0)].astype(np.int64)
     nw = np.where((e2b[we] >= 0) & (nw > 0), nw, 1)
     wk, wsrc = _expand(key[we], nw)
     we = we[wsrc]

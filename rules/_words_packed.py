@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _passes as P
 from ._jit import kernel
-from ._words import NULL64, OP_ADD, Words
+from ._words_table import NULL64, OP_ADD, Words
 
 K_SIGNAL, K_AMO, K_PUT, K_WRITE, K_GET, K_PUTSIG = P.K_SIGNAL, P.K_AMO, P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG
 K_WEND, OP_SET = P.K_WEND, P.OP_SET
@@ -256,7 +256,7 @@ def build_packed(trace) -> Words | None:
 
     # Waits by (ck, rank/core), then row: a group's first wait is where a search for the group lands.
     _, e2b = P.wait_pairs(trace)
-    wargs = (kind, key, e2b, trace["words"], launch, rank, core, np.int64(kmin), np.int64(kmax),
+    wargs = (kind, key, e2b, trace.wait_words, launch, rank, core, np.int64(kmin), np.int64(kmax),
              np.int64(lmin), np.int64(lspan), np.int64(rcs), np.int64(cp1))
     wp = np.empty(_wait_keys(False, *wargs, none), np.int64)
     _wait_keys(True, *wargs, wp)

@@ -88,6 +88,18 @@ class Rule:
     summary: ClassVar[str]
     # Rule options with defaults, settable under [tool.moetrace.options.CODE].
     options: ClassVar[Mapping[str, Any]] = {}
+    # Options that also configure the shared analyses (rules.analyses.Options) every rule reads.
+    shared_options: ClassVar[tuple[str, ...]] = ()
+    # The shared analyses the rule reads (names of rules.analyses.ANALYSES): the engine computes
+    # each once per window, with the user's options, before any rule that requires it runs.
+    requires: ClassVar[tuple[str, ...]] = ()
+    # The codes the rule may name in a hit's caused_by: the engine runs those rules first and
+    # resolves the causes against their hits; a rule never runs another rule.
+    cites: ClassVar[tuple[str, ...]] = ()
+    # The manifest properties the rule's conclusions rest on (rules.infer: index, reset,
+    # monotonic, slot_words, params): where the trace, not the manifest, gave one, the finding
+    # says so and its confidence is at most inferred.
+    infers_from: ClassVar[tuple[str, ...]] = ()
 
     def check(self, trace: "TraceView", ctx: RuleContext) -> Iterable[Hit]:  # pragma: no cover
         raise NotImplementedError

@@ -60,6 +60,9 @@ class StuckWait(Rule):
     family = Family.HANG
     severity = Severity.ERROR
     summary = "A wait never ended (or timed out); names the slot, its producers and why they never wrote"
+    requires = ("inference", "scan", "waitfor")
+    cites = ("MT101", "MT102", "MT103", "MT104", "MT105", "MT201", "MT202", "MT204", "MT301", "MT501")
+    infers_from = ("index", "slot_words", "reset", "monotonic", "params")
 
     def check(self, trace, ctx):
         wf = analyze(trace)

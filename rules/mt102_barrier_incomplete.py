@@ -44,6 +44,9 @@ class BarrierIncomplete(Rule):
     family = Family.HANG
     severity = Severity.ERROR
     summary = "A barrier some participants never reached, so it never completed"
+    requires = ("inference", "scan", "waitfor")
+    cites = ("MT101", "MT102", "MT103", "MT104", "MT105", "MT201", "MT202", "MT204", "MT301", "MT501")
+    infers_from = ("index", "slot_words", "reset", "monotonic", "params")
 
     def check(self, trace, ctx):
         wf = analyze(trace)

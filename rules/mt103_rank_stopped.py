@@ -43,6 +43,9 @@ class RankStopped(Rule):
     family = Family.HANG
     severity = Severity.ERROR
     summary = "A rank stopped mid-kernel or its dump is missing while others wait on it"
+    requires = ("inference", "scan", "waitfor")
+    cites = ("MT101", "MT102", "MT103", "MT104", "MT105", "MT201", "MT202", "MT204", "MT301", "MT501")
+    infers_from = ("index", "slot_words", "params")
 
     def check(self, trace, ctx):
         wf = analyze(trace)
@@ -75,6 +78,10 @@ class RankStopped(Rule):
             if gap:
                 msg += f" [gap: {gap}]"
             conf = Confidence.PARTIAL_TRACE if (gap or how == "missing") else Confidence.INFERRED
-            yield self.hit(msg, rows=ev, key=key, confidence=conf,
+            # A missing dump has no event of its own: the finding is placed at the missing rank
+            # (SARIF and CI blame it), not at the first waiter whose event is its evidence.
+            place = {"rank": rank, "core": None, "region": None, "offset": None, "site": None, "source": None,
+                     "launch": min(n.launch for n in waiters)} if how == "missing" and waiters else {}
+            yield self.hit(msg, rows=ev, key=key, confidence=conf, location=place,
                            extra={"rank": rank, "how": how, "waiters": [list(n.key) for n in waiters],
                                   "gap": gap})

@@ -38,6 +38,9 @@ class WrongTarget(Rule):
     family = Family.HANG
     severity = Severity.ERROR
     summary = "A producer wrote another slot or rank than the one a stuck wait expects"
+    requires = ("inference", "scan", "waitfor")
+    cites = ("MT501",)
+    infers_from = ("index", "slot_words", "params")
 
     def check(self, trace, ctx):
         wf = analyze(trace)

@@ -68,6 +68,8 @@ class StaleWait(Rule):
     family = Family.STALE_FLAG
     severity = Severity.ERROR
     summary = "Wait satisfied by a value written in an earlier launch and never reset"
+    requires = ("inference", "order", "words")
+    infers_from = ("reset", "slot_words", "monotonic")
 
     def check(self, trace, ctx):
         if trace.n == 0:

@@ -97,6 +97,9 @@ class FlagNotReset(Rule):
     family = Family.STALE_FLAG
     severity = Severity.ERROR
     summary = "Flag not back at its reset value at the end of a launch"
+    requires = ("inference", "order", "unfenced", "words")
+    cites = ("MT401",)
+    infers_from = ("reset", "slot_words")
 
     def check(self, trace, ctx):
         if trace.n == 0:

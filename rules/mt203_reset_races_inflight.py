@@ -141,6 +141,8 @@ class ResetRacesInflight(Rule):
     family = Family.STALE_FLAG
     severity = Severity.ERROR
     summary = "Flag reset while a put/signal to it from the previous round is still in flight"
+    requires = ("inference", "order", "words")
+    infers_from = ("reset", "slot_words")
 
     def check(self, trace, ctx):
         if trace.n == 0:

@@ -59,6 +59,8 @@ class GenerationEq(Rule):
     family = Family.STALE_FLAG
     severity = Severity.WARNING
     summary = "Generation (monotonic) compared with == where a peer can already be ahead"
+    requires = ("inference", "order", "words")
+    infers_from = ("monotonic",)
 
     def check(self, trace, ctx):
         if trace.n == 0:

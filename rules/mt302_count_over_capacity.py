@@ -1,4 +1,4 @@
-"""MT302: a sender announced more rows than the receiver's capacity."""
+"""MT302: rows announced or taken beyond the receiver's capacity."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from .base import Confidence, Family, Rule, Severity
 
 
 class CountOverCapacity(Rule):
-    """A count announced above the receive capacity: `count.value > capacity`.
+    """Rows announced or taken above the receive capacity: `count.value > capacity`, `delivered > capacity`.
 
     What it does
         Flags every count event whose announced rows exceed the capacity it
-        carries (count events without a capacity are not checked), one hit
-        per event, with the excess in `extra`.
+        carries (count events without a capacity are not checked), and every
+        deliver event whose receiver took more rows than its capacity (it
+        wrote past its segment), one hit per event, with the excess in
+        `extra`.
 
     Why it matters
         The receiver has room for `capacity` rows of that (local expert,
@@ -25,17 +27,18 @@ class CountOverCapacity(Rule):
 
     Example
         count peer=1 local_expert=0 value=40 capacity=32
+        deliver local_expert=0 src_rank=2 requested=4 delivered=4 capacity=3
         -- raise the capacity, or cap the routed tokens per rank.
 
     Evidence
-        The count event.
+        The count event, or the deliver event.
     """
 
     code = "MT302"
     name = "count-over-capacity"
     family = Family.CAPACITY_TRUNCATION
     severity = Severity.ERROR
-    summary = "Announced count above the receive capacity (count.value > capacity)"
+    summary = "Rows announced or taken above the receive capacity (count.value or delivered > capacity)"
 
     def check(self, trace, ctx):
         if trace.n == 0:
@@ -51,4 +54,16 @@ class CountOverCapacity(Rule):
                    f"({excess} rows over)")
             yield self.hit(msg, rows=(("count", int(r)),), key=(d["rank"], d["core"], d["seq"]),
                            confidence=Confidence.CERTAIN, extra={"excess": excess, "peer": d["peer"],
+                                                                 "local_expert": d["local_expert"]})
+        delivers = np.flatnonzero(trace["kind"] == int(P.Kind.DELIVER))
+        took = trace["delivered"][delivers].astype(np.int64)
+        cap = trace["capacity"][delivers].astype(np.int64)
+        for r in delivers[(cap != P.NULL32) & (took != P.NULL32) & (took > cap)]:
+            d = trace.describe(int(r))
+            excess = d["delivered"] - d["capacity"]
+            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: took {d['delivered']} rows from rank "
+                   f"{d['src_rank']} for local expert {d['local_expert']}, capacity {d['capacity']} "
+                   f"({excess} rows written past its segment)")
+            yield self.hit(msg, rows=(("deliver", int(r)),), key=(d["rank"], d["core"], d["seq"]),
+                           confidence=Confidence.CERTAIN, extra={"excess": excess, "src_rank": d["src_rank"],
                                                                  "local_expert": d["local_expert"]})

@@ -51,7 +51,9 @@ class SignalBeforePayload(Rule):
     family = Family.MISSING_DRAIN
     severity = Severity.ERROR
     summary = "Flag written to a peer while a payload put to it is still outstanding"
-    options = {"ordered_engines": ["roce"]}
+    requires = ("unfenced",)
+    options = {"ordered_engines": list(U.DEFAULT_ORDERED)}
+    shared_options = ("ordered_engines",)  # the unfenced analysis MT202 reads too
 
     def check(self, trace, ctx):
         if trace.n == 0:

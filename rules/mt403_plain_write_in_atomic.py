@@ -36,6 +36,7 @@ class PlainWriteInAtomic(Rule):
     family = Family.MISSING_DRAIN
     severity = Severity.ERROR
     summary = "Plain local write (write, or put to own rank) inside an atomic-add window"
+    requires = ("order",)
 
     def check(self, trace, ctx):
         if trace.n == 0:

@@ -35,6 +35,7 @@ class SelfViaAtomic(Rule):
     family = Family.MISSING_DRAIN
     severity = Severity.ERROR
     summary = "Self contribution accumulated through the atomic path (double counting)"
+    requires = ("order",)
 
     def check(self, trace, ctx):
         if trace.n == 0:

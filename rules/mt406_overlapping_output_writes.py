@@ -89,6 +89,7 @@ class OverlappingOutputWrites(Rule):
     family = Family.MISSING_DRAIN
     severity = Severity.ERROR
     summary = "Two cores of a rank write the same output element in a launch without atomic mode"
+    requires = ("order",)
 
     def check(self, trace, ctx):
         if trace.n == 0:

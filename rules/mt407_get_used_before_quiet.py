@@ -133,6 +133,7 @@ class GetUsedBeforeQuiet(Rule):
     family = Family.MISSING_DRAIN
     severity = Severity.ERROR
     summary = "A get's destination used (write, refill, signal, barrier, kernel end) before its engine's quiet"
+    requires = ("order",)
 
     def check(self, trace, ctx):
         if trace.n == 0:
@@ -185,7 +186,11 @@ class GetUsedBeforeQuiet(Rule):
                f"landed{more}")
         conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
         pairs = [[int(seq[x]), int(seq[use[x]])] for x in gs[:_SHOW]]
-        return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+        # A get into a destination it refills is legitimate in an atomic-add window: where the
+        # launch's start is lost, the window's opening may be in the gap.
+        gap = P.core_gap(trace, d["rank"], d["core"], d["launch"])
+        weak = P.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
+        return self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak,
                         extra={"engine": d["engine"], "gets": int(len(gs)), "pairs": pairs})
 
 

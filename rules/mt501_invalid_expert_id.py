@@ -39,6 +39,8 @@ class InvalidExpertId(Rule):
     family = Family.INVALID_EXPERT_ID
     severity = Severity.ERROR
     summary = "Route to an expert outside [0, num_experts) that is not the sentinel"
+    requires = ("inference",)
+    infers_from = ("params",)
 
     def check(self, trace, ctx):
         ne = trace.manifest.num_experts

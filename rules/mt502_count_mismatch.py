@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ingest.contract import Role
+
 from . import _passes as P
-from ._waitfor_stale import count_causes
+from ._waitfor import analyze
+from ._waitfor_stale import not_reset
+from .analyses import hits_of
 from .base import Confidence, Family, Rule, Severity
 
 
 _CAUSE_TEXT = {"MT202": "the receiver's counter was not reset after the previous launch",
+               "MT404": "the sender's atomic count was relied on before its engine's quiet",
                "MT105": "the sender wrote a count meant for another peer here",
                "MT101": "the silent side is stuck in a wait of this launch",
                "MT102": "the silent side is stuck in a barrier of this launch"}
@@ -51,6 +56,9 @@ class CountMismatch(Rule):
     family = Family.INVALID_EXPERT_ID
     severity = Severity.ERROR
     summary = "Pairwise count mismatch: announced by rank i to j versus received by j from i"
+    requires = ("inference", "scan", "waitfor")
+    cites = ("MT101", "MT102", "MT105", "MT202", "MT404")
+    infers_from = ("params",)
 
     def check(self, trace, ctx):
         if trace.n == 0:
@@ -112,7 +120,7 @@ class CountMismatch(Rule):
             msg = f"launch {L} local expert {e}: {said}, but {heard}"
             # Not a root of its own when the receiver's counter was never reset, or a copy meant
             # for another peer landed here: the count then differs by what those left behind.
-            causes = count_causes(trace, L, i, j, silent=None if a >= 0 and b >= 0 else (j if a >= 0 else i))
+            causes = _count_causes(trace, L, i, j, silent=None if a >= 0 and b >= 0 else (j if a >= 0 else i))
             if causes:
                 msg += " (" + "; ".join(_CAUSE_TEXT[c] for c in dict.fromkeys(c for c, _ in causes)) + ")"
             weak = P.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
@@ -121,3 +129,31 @@ class CountMismatch(Rule):
                            extra={"launch": L, "sender": i, "receiver": j, "local_expert": e,
                                   "announced": int(va[gi]) if a >= 0 else None,
                                   "requested": int(vb[gi]) if b >= 0 else None})
+
+
+def _count_causes(trace, launch: int, sender: int, receiver: int, silent: int | None = None) -> tuple:
+    """Causes of a count mismatch from ``sender`` to ``receiver`` in ``launch``: the receiver's
+    counter left unreset by the launch before (MT202), the sender's writes that the wait-for
+    analysis found misdirected to the receiver in that launch (MT105, a copy meant for another
+    peer), and where one side recorded nothing (``silent``), that rank's stuck waits of the
+    launch: it never got as far as its delivery (or count), the hang explains it."""
+    out = []
+    regions = trace.manifest.regions
+    stale = [(o, reg, L) for (o, reg, L) in not_reset(trace) if o == receiver and L == launch - 1]
+    counters = [k for k in stale if regions[k[1]].role == Role.COUNTER]
+    out += [("MT202", not_reset(trace)[k][0]) for k in (counters or stale)]
+    wf = analyze(trace)
+    tb = wf.builder.tables
+    for key, entry in sorted(wf.wrong.items()):
+        i = entry["write"]
+        if key[0] == sender and int(tb.w_owner[i]) == receiver and int(tb.w_launch[i]) == launch:
+            out.append(("MT105", key))
+    # The sender's UDMA/RoCE atomics to the receiver, relied on before their quiet: the receiver
+    # read its count before the add landed (MT404's hits of this run).
+    for h in hits_of(trace, "MT404"):
+        first = h.rows[0][1]
+        if h.key[0] == sender and receiver in h.extra.get("peers", ()) and int(trace["launch"][first]) == launch:
+            out.append(("MT404", tuple(h.key)))
+    if silent is not None:
+        out += [n.ref for n in wf.nodes if n.rank == silent and n.launch == launch]
+    return tuple(dict.fromkeys(out))

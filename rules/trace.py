@@ -26,9 +26,13 @@ class TraceView:
     def __init__(self, dataset: Dataset, blocks: tuple[int, int] | None = None):
         self.dataset = dataset
         self.blocks = blocks  # the window (k0, k1) of dataset.blocks held, or None: all
-        self.manifest = dataset.manifest
+        self.declared = dataset.manifest  # as the user wrote it
         self.report = dataset.report
         self._cols: dict[str, np.ndarray] = {}
+        from .analyses import Options
+
+        self.options = Options()  # the shared analyses' options; rules.analyses.run sets the user's
+        self.hits: dict[str, list] = {}  # each rule's hits in this run, by code (rules.analyses.hits_of)
 
     @classmethod
     def open(cls, path) -> "TraceView":
@@ -81,6 +85,19 @@ class TraceView:
     def n(self) -> int:
         return len(self.col("kind"))
 
+    # ---- the manifest the rules use -----------------------------------------
+    @cached_property
+    def inference(self):
+        """The declared manifest with what it leaves out inferred from the trace (``rules.infer``)."""
+        from .infer import infer
+
+        return infer(self)
+
+    @property
+    def manifest(self):
+        """The manifest rules read: declared annotations, the rest inferred (see ``inference``)."""
+        return self.inference.manifest
+
     # ---- derived, shared -------------------------------------------------
     @cached_property
     def segments(self) -> np.ndarray:
@@ -92,12 +109,28 @@ class TraceView:
         return np.concatenate(([0], change, [self.n])).astype(np.int64)
 
     @cached_property
+    def wait_words(self) -> np.ndarray:
+        """Words each wait_begin covers: its ``words``, else its region's slot when it waits on the
+        slot's first word (a one-word wait on a 32 B status slot still orders the slot's reset
+        after the write it observed); the ``words`` column elsewhere."""
+        words = self.col("words")
+        rows = np.flatnonzero((self.col("kind") == Kind.WAIT_BEGIN) & (words == self.null("words")))
+        if not len(rows):
+            return words
+        region = self.col("region")[rows].astype(np.int64)
+        width = np.array([r.slot_words for r in self.manifest.regions] or [1], np.int64)[np.maximum(region, 0)]
+        aligned = (region >= 0) & (self.col("offset")[rows] % width == 0)
+        out = words.copy()
+        out[rows] = np.where(aligned, width, 1)
+        return out
+
+    @cached_property
     def region_base(self) -> np.ndarray:
-        return np.array([r.base for r in self.manifest.regions] or [0], dtype=np.int64)
+        return np.array([r.base for r in self.declared.regions] or [0], dtype=np.int64)
 
     @cached_property
     def region_length(self) -> np.ndarray:
-        return np.array([r.length for r in self.manifest.regions] or [0], dtype=np.int64)
+        return np.array([r.length for r in self.declared.regions] or [0], dtype=np.int64)
 
     @cached_property
     def owner(self) -> np.ndarray:
@@ -121,22 +154,22 @@ class TraceView:
         loff = self.col("local_offset") if has_get else offset
         out = np.empty(self.n, np.int64)
         _key_kernel(kind, region, offset, lreg, loff, self.owner, self.region_base,
-                    np.int64(self.manifest.words_per_rank), int(Kind.GET), out)
+                    np.int64(self.declared.words_per_rank), int(Kind.GET), out)
         return out
 
     def key_of(self, owner: int, region: int, offset: int) -> int:
-        return owner * self.manifest.words_per_rank + int(self.region_base[region]) + offset
+        return owner * self.declared.words_per_rank + int(self.region_base[region]) + offset
 
     def decode_key(self, key: int) -> tuple[int, int, int]:
         """(owner rank, region id, offset) of a key."""
-        wpr = self.manifest.words_per_rank
+        wpr = self.declared.words_per_rank
         owner, rest = divmod(int(key), wpr)
         region = int(np.searchsorted(self.region_base, rest, side="right") - 1)
         return owner, region, rest - int(self.region_base[region])
 
     @cached_property
     def lost_by_core(self) -> dict[tuple[int, int], int]:
-        return {(c.rank, c.core): c.lost for c in self.report.cores if c.lost}
+        return {(c.rank, c.core): c.missing for c in self.report.cores if c.missing}
 
     @property
     def ranks_missing(self) -> list[int]:
@@ -214,7 +247,7 @@ class TraceView:
             if spec.enum is not None:
                 v = spec.enum(v).wire
             elif spec.ref == "region":
-                v = self.manifest.regions[v].name
+                v = self.declared.regions[v].name
             out[json_name(kind, name)] = v
         return out
 

@@ -148,7 +148,7 @@ def test_text_groups_symptoms_under_root_cause(report):
 
 def test_text_states_the_gap(partial_report):
     text = render(partial_report, "text")
-    assert "PARTIAL TRACE" in text and "3 events lost to ring wrap (rank 1 core 0: 3)" in text
+    assert "PARTIAL TRACE" in text and "3 events lost to ring wrap or a cut start (rank 1 core 0: 3)" in text
     assert "partial trace; fail-on error" in text
 
 

@@ -70,6 +70,8 @@ def _finding(f: "Finding", paint: _Paint) -> list[str]:
     out = [head, f"  {f.message}", f"  at {f.location.text()}"]
     if f.confidence != "certain":
         out.append(f"  confidence: {_CONF_TEXT.get(f.confidence, f.confidence)}")
+    for note in f.extra.get("inferred", ()):
+        out.append(f"  inferred from the trace (the manifest does not say): {note}")
     missing = f.extra.get("causes_not_reported")
     if missing:
         out.append(f"  its named cause was not reported (rule not selected, or it found nothing): "

@@ -1,0 +1,52 @@
+"""The word table's type: one entry per word write into a flag-like region (see ``rules._words``).
+
+Its own module so that both forms that build it (``_words`` lexsort,
+``_words_packed``) import it one way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _passes as P
+
+OP_ADD, NULL64 = P.OP_ADD, P.NULL64  # plain globals for numba
+
+
+@dataclass(frozen=True)
+class Words:
+    """The table, one entry per word write, sorted by ``ck``.
+
+    An entry's key and launch are not stored (two arrays of the table's length):
+    ``ck`` holds both, key * lspan + (launch - lmin), so ``key_of`` / ``launch_of``
+    decode them and the entries of one key are ``ck`` in [key * lspan, (key + 1) * lspan).
+    """
+
+    row: np.ndarray      # event row of the write (``_passes.row_dtype``)
+    region: np.ndarray
+    phase: np.ndarray    # phase_all of the row
+    op: np.ndarray       # OP_SET / OP_ADD
+    value: np.ndarray    # int64, NULL64 where the trace does not say
+    after: np.ndarray    # simulated word value after this write (NULL64 = unknown)
+    last: np.ndarray     # bool: last write of its (key, launch) group
+    ck: np.ndarray       # composite (key, launch) sort key, ascending
+    lmin: int
+    lspan: int
+    kind: np.ndarray     # kind of the row (int8): rules test it per entry without a gather from the trace
+
+    def ckey(self, key, launch):
+        return np.asarray(key, np.int64) * self.lspan + (np.asarray(launch, np.int64) - self.lmin)
+
+    def key_of(self, i):
+        """Element key of entry (or entries) ``i``."""
+        return self.ck[i] // self.lspan
+
+    def launch_of(self, i):
+        return self.ck[i] % self.lspan + self.lmin
+
+    def key_bounds(self, key):
+        """(lo, hi): the entries of ``key`` (a scalar or an array of keys) are lo .. hi - 1."""
+        k = np.asarray(key, np.int64) * self.lspan
+        return np.searchsorted(self.ck, k, "left"), np.searchsorted(self.ck, k + self.lspan, "left")
