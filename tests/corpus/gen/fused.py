@@ -30,7 +30,7 @@ ROUTES = (
 
 
 class Fused:
-    def __init__(self, routes=ROUTES, *, cap=None, clamp=True, params_extra=None, annotated=False):
+    def __init__(self, routes=ROUTES, *, cap=None, clamp=True, params=True, annotated=False):
         self.routes = routes
         self.rounds = len(routes)
         self.B, self.K = len(routes[0][0]), len(routes[0][0][0])
@@ -51,7 +51,7 @@ class Fused:
              "index": "token_topk"},
         ]
         params = {"tokens": B, "topk": K, "hidden": H, "local_experts": L, "num_experts": P * L,
-                  "capacity": cap, **(params_extra or {})}
+                  "capacity": cap} if params else None
         self.tr = Trace(ranks=P, cores=C, regions=regs, protocol="fused", params=params, annotated=annotated)
         self.host = [Gate(P * C) for _ in range(self.rounds)]
         self.sync = {(g, r, i): Gate(C) for g in range(self.rounds) for r in range(P) for i in range(2)}
@@ -172,6 +172,10 @@ SKEWED = ((((2,), (2,), (2,), (2,)), ((0,), (3,), (4,), (5,)), ((1,), (6,), (7,)
            ((0,), (4,), (5,), (6,))),)
 
 
+MINUS_ONE = (tuple(tuple(tuple(-1 if (r, t, k) == (3, 1, 0) else e for k, e in enumerate(tk))
+                         for t, tk in enumerate(rk)) for r, rk in enumerate(ROUTES[0])),)
+
+
 @case
 def fused_clean():
     """Two clean launches of dispatch_gmm_combine (epoch 1, 2); bare manifest and events."""
@@ -183,10 +187,16 @@ def fused_minus_one_no_sentinel():
     """Issue 9 item 8: rank 3 routes token 1 top-k 0 to expert -1; the manifest's params give
     num_experts but no expert_sentinel, so no sentinel is allowed. tokenPerExpert has no entry
     for it, nothing sends it, and rank 3's combine (core 1) waits forever for its status."""
-    routes = (tuple(tuple(tuple(-1 if (r, t, k) == (3, 1, 0) else e for k, e in enumerate(tk))
-                          for t, tk in enumerate(rk)) for r, rk in enumerate(ROUTES[0])),)
-    return Fused(routes).run(), roots([("MT501", 3, 0)], "expert -1 with no sentinel: invalid whatever "
-                                       "num_experts is; the stuck status wait is its symptom")
+    return Fused(MINUS_ONE).run(), roots([("MT501", 3, 0)], "expert -1 with no sentinel: invalid "
+                                          "whatever num_experts is; the stuck status wait is its symptom")
+
+
+@case
+def fused_minus_one_no_params():
+    """The same -1 in a manifest with no params at all (no num_experts, no sentinel): an id
+    below 0 is no expert of any kernel, so the route is still the root."""
+    return Fused(MINUS_ONE, params=False).run(), roots(
+        [("MT501", 3, 0)], "no params: -1 is invalid whatever num_experts is")
 
 
 @case

@@ -88,3 +88,12 @@ def udma_amo_before_quiet():
     u = UdmaCounts(1, no_quiet={(0, 1, 0)}, late=40)
     return u.run(), roots([("MT404", 1, 0)], "one root: the unquieted UDMA atomics of rank 1 core 0; "
                           "the count mismatches at ranks 0 and 2 are its symptoms")
+
+
+@case
+def udma_counts_clean_annotated():
+    """The clean exchange as JSON lines with every annotation: recv_count declares reset 0, and
+    each owner's reset of it follows the peers' adds only through happens-before (add, UDMA
+    quiet, done signal, the owner's wait on done); by raw ts 24 of the 64 adds come after it."""
+    return UdmaCounts(2, annotated=True).run(), clean("clean; a reset ordered after the adds by the "
+                                                      "done flags, not by ts")
