@@ -65,8 +65,9 @@ def classic_rank_stops_mid_kernel():
 @case
 def classic_ready_off_by_one():
     """Issue 9 item 5: rank 1 core 0 writes each ready slot of its segment on rank 2 one slot too
-    far (ready[(slot+1)*8]); rank 1 also owns slot+1 (two pairs to expert 4), so the write stays in
-    its own range: ready[slot 9] twice-written, ready[slot 8] never. Rank 2 core 0 hangs on it."""
+    far (ready[(slot+1)*8]); rank 1 owns slots 8-11 of that segment (two pairs to expert 4, slots 8
+    and 9), so the writes stay in its own range: ready slots 9 and 10 written, slot 8 never. Rank 2
+    core 0 hangs on slot 8 (and everything after it on rank 2's combine)."""
     cl = Classic(1, faults={"ready_shift": (0, 1, 2)})
     return cl.run(), roots([("MT105", 1, 0)], "the misdirected ready put of rank 1 core 0, not the waiter")
 
