@@ -137,3 +137,37 @@ def classic_cut_prefix():
     cut = round0[len(round0) * 2 // 5]["_t"]
     return tr, clean("cut prefix: whatever looks wrong lies in the gap; partial-trace notes only"), \
         {"cut_before": cut}
+
+
+@case
+def classic_barrier_all_cores_clean():
+    """Issue 9 item 4: two clean rounds with the seed's BARRIER_ALL_RANKS() before the combine
+    sends, an opaque barrier_all recorded on every core. Every combine wait, on core 0 and core
+    1, is satisfied by status puts issued after that barrier, over flags last round also set."""
+    return Classic(2, barrier="all").run(), clean("legal layout: barrier_all on every core")
+
+
+@case
+def classic_barrier_core0_clean():
+    """The same two rounds with the barrier recorded on core 0 only, every core following it
+    through a scope-core barrier before and after: core 1 never records a scope-all barrier,
+    yet its combine waits come after it (through the core barriers) like core 0's."""
+    return Classic(2, barrier="core0").run(), clean("legal layout: core 0 + core-scope barriers")
+
+
+@case
+def classic_barrier_all_cores_off_by_one():
+    """The ready off-by-one (rank 1 core 0 writes rank 2's ready slots one too far) with the
+    barrier_all on every core: rank 2 core 0 hangs in dispatch, so rank 2 never reaches the
+    combine barrier, and every core of ranks 0, 1, 3 hangs inside it."""
+    cl = Classic(1, barrier="all", faults={"ready_shift": (0, 1, 2)})
+    return cl.run(), roots([("MT105", 1, 0)], "the misdirected ready put; the barrier waiters on every "
+                           "core are symptoms, not lost wake-ups")
+
+
+@case
+def classic_barrier_core0_off_by_one():
+    """The same off-by-one with the barrier on core 0 only: ranks 0, 1, 3 hang with core 0 in
+    the scope-all barrier and core 1 in the scope-core barrier after it."""
+    cl = Classic(1, barrier="core0", faults={"ready_shift": (0, 1, 2)})
+    return cl.run(), roots([("MT105", 1, 0)], "the misdirected ready put; the barrier waiters are symptoms")

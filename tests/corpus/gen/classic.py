@@ -66,14 +66,21 @@ def dst_of(expert: int) -> tuple[int, int]:
 class Classic:
     """One classic run; ``faults`` are the knobs the corpus scripts turn (see each trace)."""
 
-    def __init__(self, rounds=2, *, params=True, annotated=False, keep=(), faults=None, protocol="classic"):
-        self.rounds = rounds
+    def __init__(self, rounds=2, *, params=True, annotated=False, keep=(), faults=None, protocol="classic",
+                 barrier=None):
+        self.rounds, self.barrier = rounds, barrier
         self.f = faults or {}
         self.tr = Trace(ranks=P, cores=C, regions=regions(), protocol=protocol,
                         params=dict(PARAMS) if params else None, annotated=annotated, keep=keep, sites=SITES)
         self.host = [Gate(P * C) for _ in range(rounds)]
         self.dispatched = {(g, r): Gate(C) for g in range(rounds) for r in range(P)}
         self.core_bar = {(g, r): Gate(C) for g in range(rounds) for r in range(P)}
+        self.gates: dict = {}
+
+    def gate(self, n, *key):
+        if key not in self.gates:
+            self.gates[key] = Gate(n)
+        return self.gates[key]
 
     def ids(self, g, r, t, k):
         return self.f.get("invalid", {}).get((g, r, t, k), ROUTES[g][r][t][k])
@@ -181,11 +188,31 @@ class Classic:
                 tr.write(r, c, "count", seg * SLOT, SLOT * 4, -1)
             yield RAN
 
+    def barrier_all(self, g, r, c):
+        """The seed's BARRIER_ALL_RANKS() before the combine sends, an opaque aclshmem_barrier_all:
+        recorded on every core (``all``), or on core 0 between two scope-core barriers (``core0``)."""
+        tr = self.tr
+        if self.barrier == "all":
+            tr.barrier(r, c, "all")
+            yield from self.gate(P * C, g, "all").pass_()
+            tr.barrier(r, c, "all", False)
+            return
+        for side in ("in", "out"):
+            tr.barrier(r, c, "core")
+            yield from self.gate(C, g, r, side).pass_()
+            tr.barrier(r, c, "core", False)
+            if c == 0 and side == "in":
+                tr.barrier(r, c, "all")
+                yield from self.gate(P, g, "all").pass_()
+                tr.barrier(r, c, "all", False)
+
     def combine(self, g, r, c):
         tr = self.tr
         tr.kernel(r, c, "combine_classic")
         yield RAN
         yield from self.stall_at(g, r, c, "combine")
+        if self.barrier:
+            yield from self.barrier_all(g, r, c)
         for owner in range(c, P, C):
             for src, t, k in self.rows[(g, r)]:
                 if src != owner:
