@@ -28,7 +28,7 @@ FORMAT = "moetrace-trace/1"
 OPTIONAL_EVENT_FIELDS = ("site", "epoch", "words", "dst_rank", "slot")
 REGION_ANNOTATIONS = ("reset", "monotonic", "slot_words", "index")
 # Clock origin of each rank: far apart and not ordered by rank (rank 3 starts near 0,
-# rank 2 three seconds ahead at 1 GHz); rank r >= 8 reuses them shifted.
+# rank 2 4.7 s in at 1 GHz); rank r >= 4 reuses rank r % 4's, shifted by 97 cycles per wrap.
 CLOCK_OFFSETS = (3_000_000_000, 1_000_000_000 - 12_345, 4_700_000_000, 17)
 PAYLOAD = "payload"  # the model's content of a payload word: the trace never compares it
 

@@ -76,6 +76,7 @@ class Classic:
         self.dispatched = {(g, r): Gate(C) for g in range(rounds) for r in range(P)}
         self.core_bar = {(g, r): Gate(C) for g in range(rounds) for r in range(P)}
         self.gates: dict = {}
+        self.rows: dict = {}  # (round, rank) -> the (src, token, topk) of each row rank received
 
     def gate(self, n, *key):
         if key not in self.gates:
@@ -174,7 +175,6 @@ class Classic:
         for seg in range(L * P):
             yield from wait(tr, r, c, "count", seg * SLOT, "eq", 1, site=2)
             n[seg] = tr.read(r, "count", seg * SLOT + 1)
-        self.rows = getattr(self, "rows", {})
         rows = self.rows[(g, r)] = []
         for seg in range(L * P):
             loc, src = divmod(seg, P)
