@@ -48,6 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kernels.sim.machine import BARRIER_LAYOUTS
+
 SEEDS = 5
 ROUTINGS = ("uniform", "skewed")
 # 4 ranks x 2 cores keeps a core serving two peers (strided loops) and a run
@@ -57,6 +59,7 @@ REPORTED = ("error", "warning")
 # How the simulated trace is handed to the diagnosis: as the simulator wrote it (every optional
 # annotation), or bare (only what docs/trace-format.md requires: see ``make_bare``).
 MODES = ("full", "bare")
+LAYOUTS = BARRIER_LAYOUTS  # every way of recording a cross-rank barrier is in the matrix
 HAZARD_FAMILIES = ("missing-drain", "stale-flag", "invalid-expert-id")
 
 
@@ -67,10 +70,11 @@ class Case:
     seed: int
     routing: str
     mode: str = "full"  # one of MODES
+    layout: str = "all"  # how cross-rank barriers are recorded: kernels.sim.machine.BARRIER_LAYOUTS
 
     @property
     def id(self) -> str:
-        tail = "" if self.mode == "full" else f"-{self.mode}"
+        tail = ("" if self.mode == "full" else f"-{self.mode}") + ("" if self.layout == "all" else f"-{self.layout}")
         return f"{self.protocol}-{self.fault or 'clean'}-s{self.seed}-{self.routing}{tail}"
 
 
@@ -114,16 +118,43 @@ class Result:
 
 
 def cases(protocols=None, seeds: int = SEEDS, routings=ROUTINGS, clean: bool = True,
-          modes=("full",)) -> list[Case]:
+          modes=("full",), layouts=("all",)) -> list[Case]:
+    """Every (protocol, fault, seed, routing) in each manifest mode and barrier layout; a layout
+    other than "all" only for the protocols that record a cross-rank barrier (elsewhere it
+    changes nothing)."""
     import kernels
 
     out = []
     for proto, cls in kernels.PROTOCOLS.items():
         if protocols and proto not in protocols:
             continue
+        lays = [lay for lay in layouts if lay == "all" or proto in cross_rank_protocols()]
         for fault in ((None,) if clean else ()) + tuple(cls.faults):
-            out += [Case(proto, fault, s, r, m) for m in modes for s in range(seeds) for r in routings]
+            out += [Case(proto, fault, s, r, m, lay) for lay in lays for m in modes
+                    for s in range(seeds) for r in routings]
     return out
+
+
+_CROSS_RANK: list = []
+
+
+def cross_rank_protocols() -> frozenset:
+    """The protocols whose clean run records a cross-rank barrier (scope all): found by running them."""
+    if not _CROSS_RANK:
+        import kernels
+        from ingest.contract import Kind, Scope
+        from rules.trace import TraceView
+
+        found = set()
+        with tempfile.TemporaryDirectory(prefix="moetrace-acc-") as tmp:
+            for proto in kernels.PROTOCOLS:
+                out = Path(tmp) / proto
+                kernels.simulate(proto, kernels.Params(**SHAPE), seed=0, out=out)
+                t = TraceView.open(out / json.loads((out / "truth.json").read_text())["dataset"])
+                if ((t["kind"] == Kind.BARRIER_BEGIN) & (t["scope"] == Scope.ALL)).any():
+                    found.add(proto)
+        _CROSS_RANK.append(frozenset(found))
+    return _CROSS_RANK[0]
 
 
 def make_bare(dataset: Path) -> None:
@@ -182,7 +213,7 @@ def run_case(case: Case, workdir: str | Path | None = None, shape: dict | None =
 
     out = Path(workdir)
     simulate(case.protocol, Params(routing=case.routing, **(SHAPE if shape is None else shape)),
-             faults=[case.fault] if case.fault else [], seed=case.seed, out=out)
+             faults=[case.fault] if case.fault else [], seed=case.seed, out=out, barrier_layout=case.layout)
     truth = json.loads((out / "truth.json").read_text())  # the written truth is what we score against
     if case.mode == "bare":
         make_bare(out / truth["dataset"])

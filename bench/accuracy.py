@@ -121,7 +121,7 @@ def main(argv=None) -> int:
             ap.error(f"--shape: unknown key {k!r}; expected one of {', '.join(lib.SHAPE)}")
         lib.SHAPE[k] = int(v)
     t0 = time.perf_counter()
-    todo = lib.cases(a.protocol, a.seeds, modes=tuple(a.mode or lib.MODES))
+    todo = lib.cases(a.protocol, a.seeds, modes=tuple(a.mode or lib.MODES), layouts=lib.LAYOUTS)
     results = []
     for i, case in enumerate(todo):
         if sys.stderr.isatty():
@@ -131,11 +131,13 @@ def main(argv=None) -> int:
         print(file=sys.stderr)
     seconds = time.perf_counter() - t0
     # One score per manifest mode: a mode's recall must not hide behind another's.
-    scores = {m: score([r for r in results if r.case.mode == m]) for m in dict.fromkeys(c.mode for c in todo)}
+    variants = dict.fromkeys((c.mode, c.layout) for c in todo)
+    scores = {f"{m}, barriers recorded on {'every core' if lay == 'all' else 'core 0 + core barriers'}":
+              score([r for r in results if (r.case.mode, r.case.layout) == (m, lay)]) for m, lay in variants}
     if a.json:
         print(json.dumps(scores, indent=2))
     else:
-        print("\n\n".join(f"== manifest mode: {m} ==\n" + text(s, seconds) for m, s in scores.items()))
+        print("\n\n".join(f"== manifest {m} ==\n" + text(s, seconds) for m, s in scores.items()))
     return 1 if any(s["misses"] or s["false_positives"] for s in scores.values()) else 0
 
 

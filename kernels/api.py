@@ -114,8 +114,12 @@ class Truth:
 
 
 def simulate(protocol: str, params: Params | None = None, faults=(), seed: int = 0, out=None,
-             at: dict | list | None = None, ring_capacity: int | None = None) -> Truth:
-    """Run one protocol on the simulated machine; write OUT/dataset + OUT/truth.json if out is given."""
+             at: dict | list | None = None, ring_capacity: int | None = None,
+             barrier_layout: str = "all") -> Truth:
+    """Run one protocol on the simulated machine; write OUT/dataset + OUT/truth.json if out is given.
+
+    ``barrier_layout`` is how cross-rank barriers are recorded (``kernels.sim.machine.BARRIER_LAYOUTS``).
+    """
     t0 = time.perf_counter()
     params = params or Params()
     if protocol not in PROTOCOLS:
@@ -128,7 +132,7 @@ def simulate(protocol: str, params: Params | None = None, faults=(), seed: int =
     params = cls.adjust(params, faults) if hasattr(cls, "adjust") else params
     plan = place(faults, at, params, seed, cls.faults, cls.fault_bounds(params))
     kern = cls(params, plan, seed)
-    m = Machine(params.ranks, params.cores, kern.regions(), seed, ring_capacity)
+    m = Machine(params.ranks, params.cores, kern.regions(), seed, ring_capacity, barrier_layout=barrier_layout)
     kern.spawn(m)
     res = m.run()
     truth = Truth(protocol, params.to_json(), seed, events=m.events)

@@ -23,7 +23,7 @@ from ingest.contract import Cmp, Kind
 from . import _waitfor_barriers as barriers
 from ._passes import cached
 from ._waitfor_build import Builder
-from ._waitfor_producers import Verdict
+from ._waitfor_producers import Verdict, classify, expected
 
 
 @dataclass
@@ -166,8 +166,6 @@ def _wait_node(b: Builder, i: int, begin: int, end: int) -> Node:
 
 
 def _explain_wait(b: Builder, n: Node) -> None:
-    from ._waitfor_producers import classify, expected
-
     if n.cmp < 0:  # the begin was lost: we do not know what it waited for
         n.verdicts.append(Verdict(None, "trace", "unknown", "its wait_begin was lost to ring wrap",
                                   gap=b.gap_of_core(n.rank, n.core)))

@@ -14,8 +14,9 @@ import numpy as np
 
 from ingest.contract import Scope
 
+from ._passes import barrier_instances
 from ._waitfor_producers import Verdict
-from ._waitfor_scan import IN_BARRIER, IN_WAIT, STOPPED, barrier_instances
+from ._waitfor_scan import IN_BARRIER, IN_WAIT, STOPPED
 
 
 def _table(b):

@@ -12,7 +12,9 @@ import numpy as np
 
 from ingest.contract import Kind, Op
 
-from ._waitfor_scan import FINISHED, STOPPED, scanned
+from ._waitfor_producers import producer_of
+from ._waitfor_scan import STOPPED, scanned
+from ._waitfor_stale import aliased_routes, stale_waits
 from ._waitfor_tables import Tables
 
 _REMOTE = np.array([int(k) for k in (Kind.PUT, Kind.PUT_SIGNAL, Kind.SIGNAL, Kind.AMO)], dtype=np.int8)
@@ -61,9 +63,14 @@ class Builder:
                 self._timeouts.setdefault((n.rank, n.launch), []).append(n.id)
 
     # ---- small queries ---------------------------------------------------
+    @property
+    def outside(self) -> str:
+        """How an invalid id is out of range, for messages."""
+        return "negative (num_experts unknown)" if self.NE is None else f"outside [0, {self.NE})"
+
     def expert_valid(self, e):
-        if self.NE is None:
-            return np.ones(np.shape(e), bool) if np.ndim(e) else True
+        if self.NE is None:  # no numbering known: only a negative id is certainly invalid
+            return e >= 0
         return (e >= 0) & (e < self.NE)
 
     def key_of_row(self, row: int) -> tuple[int, int, int]:
@@ -151,8 +158,6 @@ class Builder:
         Astray: the region's index names another producer for that slot (wrong
         slot), or it is w's slot on another rank where nobody waits (wrong peer).
         """
-        from ._waitfor_producers import producer_of
-
         k = (p, w.region, w.launch)
         if k not in self._mis:
             tb = self.tables
@@ -167,11 +172,14 @@ class Builder:
         tb = self.tables
         same = idx[(tb.w_slot[idx] == w.slot) & ~wrong_slot]
         other = same[tb.w_owner[same] != w.rank]
-        # Nobody waiting on the copy proves it unwanted only where its owner got through the
-        # launch: an owner still stuck or stopped before that wait may simply not have reached it.
-        peer = [i for i in other.tolist() if not self.tables.waited(int(tb.w_skey[i]), w.launch)
-                and self.finished(int(tb.w_owner[i]), w.launch)]
-        out = sorted(set(idx[wrong_slot].tolist()) | set(peer) | set(_surplus(self, same, w)))
+        peer = [i for i in other.tolist() if not self.tables.waited(int(tb.w_skey[i]), w.launch)]
+        # A producer with a core that died mid-launch never wrote what that core owed: its other
+        # cores' copies to other ranks are their own share, not this one sent astray.
+        if self.stopped_in(p, w.launch):
+            peer, surplus = [], []
+        else:
+            surplus = _surplus(self, same, w)
+        out = sorted(set(idx[wrong_slot].tolist()) | set(peer) | set(surplus))
         for i in out:
             key = self.key_of_row(int(tb.w_row[i]))
             entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
@@ -179,35 +187,29 @@ class Builder:
         return out
 
     def stray_writes(self, w, p: int) -> list[int]:
-        """p's writes into w's region on w's rank in w's launch whose slot nobody waited on there,
-        nearest to w's slot first: where w waits for a slot p owed and p wrote one beside it
-        instead (an off-by-one that stays inside p's own slots), that write is the misdirected one.
-        The sequential consumer never got past w, so a slot it would wait on later is unwaited too:
-        only the nearest one is taken."""
+        """p's write into the slot next to w's, on w's rank in w's launch, that nobody waited on
+        there: where w waits for a slot p owed and p wrote the one beside it instead (an
+        off-by-one that stays inside p's own slots), that write is the misdirected one."""
         tb = self.tables
         idx = tb.writes_by(p, w.region, w.launch)
         idx = idx[(tb.w_owner[idx] == w.rank) & (tb.w_slot[idx] != w.slot)]
         reset = self.trace.manifest.regions[w.region].reset
         if reset is not None:
             idx = idx[tb.w_value[idx] != reset]
-        idx = [i for i in idx.tolist() if not tb.waited(int(tb.w_skey[i]), w.launch)]
-        if not idx:
-            return []
-        near = min(abs(int(tb.w_slot[i]) - w.slot) for i in idx)
-        out = [i for i in idx if abs(int(tb.w_slot[i]) - w.slot) == near][:1]
+        # Only the slot next to it: a write further off is another row's, not this one shifted.
+        idx = [i for i in idx.tolist() if abs(int(tb.w_slot[i]) - w.slot) == 1
+               and not tb.waited(int(tb.w_skey[i]), w.launch)]
+        out = idx[:1]
         for i in out:
             key = self.key_of_row(int(tb.w_row[i]))
             entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
             entry["waits"].append(w.id)
         return out
 
-    def finished(self, rank: int, launch: int) -> bool:
-        """Did every core of ``rank`` get through ``launch`` (finished it, or went on to a later one)?"""
+    def stopped_in(self, rank: int, launch: int) -> bool:
+        """Does a core of ``rank`` end mid-kernel in ``launch`` (died, or its dump was cut)?"""
         segs = np.flatnonzero(self.seg_rank == rank)
-        if not len(segs) or rank in self.missing:
-            return False
-        last = self.seg_last_launch[segs]
-        return bool(((last > launch) | ((last == launch) & (self.seg_state[segs] == FINISHED))).all())
+        return bool(((self.seg_last_launch[segs] == launch) & (self.seg_state[segs] == STOPPED)).any())
 
     def wrote_others(self, p: int, w) -> int:
         """How many other slots of w's region p wrote to w's rank in w's launch (not resets)."""
@@ -223,8 +225,6 @@ class Builder:
         """Earlier waits of ``rank`` (default w's) in w's launch that the previous launch's
         leftover value already satisfied: ((MT202 / MT201, key), text). A stale count makes the
         waiter expect rows nobody sends, or a producer send rows to the wrong slots."""
-        from ._waitfor_stale import stale_waits
-
         k = (w.rank if rank is None else rank, w.launch)
         if not hasattr(self, "_stale"):
             self._stale = {}
@@ -259,18 +259,15 @@ class Builder:
             out.append(("MT301", self.key_of_row(r),
                         f"rank {int(t['rank'][r])} took {int(t['delivered'][r])} of {int(t['requested'][r])} "
                         f"rows from rank {int(t['src_rank'][r])} for local expert {int(t['local_expert'][r])}", r))
-        if self.NE is not None:
-            from ._waitfor_stale import aliased_routes
-
-            out += aliased_routes(self, p, w.launch)
-        if index != "token_topk" and self.NE is not None:
+        out += aliased_routes(self, p, w.launch)
+        if index != "token_topk":
             bad = self._invalid_routes()
             bad = bad[(t["rank"][bad] == p) & (t["launch"][bad] == w.launch)]
             toward = bad[self.dst_rank[bad].astype(np.int64) == w.rank]
             for r in (toward if len(toward) else bad).tolist()[:8]:
                 out.append(("MT501", self.key_of_row(r),
                             f"its route token {int(t['token'][r])} topk {int(t['topk'][r])} has expert "
-                            f"{int(self.expert[r])}, outside [0, {self.NE})", r))
+                            f"{int(self.expert[r])}, {self.outside}", r))
         return out
 
     def _invalid_routes(self) -> np.ndarray:

@@ -92,7 +92,7 @@ def expected(b, w) -> tuple[list[tuple[int, str, str]], list[Verdict]]:
                                     f"no rank sends it, yet the wait is not guarded", rows=(("route", r),))]
             return [], [Verdict(None, "route", "invalid-route",
                                 f"route token {token} topk {topk} on rank {w.rank} has expert {e}, "
-                                f"outside [0, {b.NE}): no rank owns it, so nobody will ever write this slot",
+                                f"{b.outside}: no rank owns it, so nobody will ever write this slot",
                                 causes=(("MT501", key),), rows=(("dropped route", r),))]
         p = int(producer_of(b, w.region, w.rank, w.slot, w.launch))
         return [(p, "route", f"owns expert {e} of route token {token} topk {topk}")], []

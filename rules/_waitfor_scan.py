@@ -109,50 +109,6 @@ def scan_cores(kind, outcome, seg):
 
 
 @kernel
-def barrier_instances(kind, scope, launch, seg):
-    """For every barrier_begin / barrier_end row: its instance number.
-
-    The k-th barrier (1-based) of a scope within one launch on one core; the
-    k-th instances of all participants are one barrier.  Returns rows, the
-    instance, and 1 for a begin / 0 for an end.
-    """
-    n = 0
-    for i in range(len(kind)):
-        if kind[i] == _BARRIER_BEGIN or kind[i] == _BARRIER_END:
-            n += 1
-    rows = np.empty(n, np.int64)
-    inst = np.empty(n, np.int32)
-    is_begin = np.empty(n, np.int8)
-    j = 0
-    counts_b = np.zeros(8, np.int32)
-    counts_e = np.zeros(8, np.int32)
-    for s in range(len(seg) - 1):
-        cur = -1
-        first = True
-        for i in range(seg[s], seg[s + 1]):
-            k = kind[i]
-            if k != _BARRIER_BEGIN and k != _BARRIER_END:
-                continue
-            if first or launch[i] != cur:
-                counts_b[:] = 0
-                counts_e[:] = 0
-                cur = launch[i]
-                first = False
-            sc = scope[i] if 0 <= scope[i] < 8 else 7
-            rows[j] = i
-            if k == _BARRIER_BEGIN:
-                counts_b[sc] += 1
-                inst[j] = counts_b[sc]
-                is_begin[j] = 1
-            else:
-                counts_e[sc] += 1
-                inst[j] = counts_e[sc]
-                is_begin[j] = 0
-            j += 1
-    return rows, inst, is_begin
-
-
-@kernel
 def expand_slots(first, last):
     """One (item, slot) pair per slot a write covers: writes spanning several
     32 B slots (a bulk put into a flag region) must count for each."""

@@ -121,5 +121,5 @@ def aliased_routes(b, p: int, launch: int, limit: int = 8, owner: int | None = N
 
     return [("MT501", b.key_of_row(r),
              f"rank {int(t['rank'][r])} {sent(r)} route token {int(t['token'][r])} topk {int(t['topk'][r])} "
-             f"with expert {int(b.expert[r])}, outside [0, {b.NE}), which shifts the slots it writes", r)
+             f"with expert {int(b.expert[r])}, {b.outside}, which shifts the slots it writes", r)
             for r in bad[:limit].tolist()]

@@ -43,22 +43,32 @@ class InvalidExpertId(Rule):
     infers_from = ("params",)
 
     def check(self, trace, ctx):
-        ne = trace.manifest.num_experts
-        if trace.n == 0 or ne is None:
+        if trace.n == 0:
             return
+        # Without num_experts (stated or inferred) a negative id that is not the sentinel is still
+        # invalid: no expert numbering has one.
+        ne = trace.manifest.num_experts
         sentinel = trace.manifest.param("expert_sentinel")
         routes = np.flatnonzero(trace["kind"] == int(P.Kind.ROUTE))  # then their experts: no whole-trace copy
         expert = trace["expert"][routes].astype(np.int64)
-        bad = ((expert < 0) | (expert >= int(ne))) & (expert != P.NULL32)
+        bad = ((expert < 0) | (expert >= (2**62 if ne is None else int(ne)))) & (expert != P.NULL32)
         if sentinel is not None:
             bad &= expert != int(sentinel)
         allowed = "no sentinel" if sentinel is None else f"sentinel {sentinel}"
+        valid = f"outside [0, {ne})" if ne is not None else "negative (num_experts unknown)"
+        ranks = trace.manifest.ranks
         for r in routes[bad]:
             d = trace.describe(int(r))
-            dst = f", sent to rank {d['dst_rank']}" if "dst_rank" in d else ", not sent"
+            dst = d.get("dst_rank")
+            if dst is None:
+                sent = ", no dst_rank recorded"
+            elif 0 <= dst < ranks:
+                sent = f", sent to rank {dst}"
+            else:
+                sent = f", sent to rank {dst}, which is not a rank (ranks 0..{ranks - 1}): dropped"
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: token {d['token']} top-k {d['topk']} "
-                   f"routed to expert {d['expert']}, outside [0, {ne}) ({allowed}){dst}")
+                   f"routed to expert {d['expert']}, {valid} ({allowed}){sent}")
             yield self.hit(msg, rows=(("route", int(r)),), key=(d["rank"], d["core"], d["seq"]),
                            confidence=Confidence.CERTAIN,
                            extra={"token": d["token"], "topk": d["topk"], "expert": d["expert"],
-                                  "num_experts": int(ne)})
+                                  "num_experts": None if ne is None else int(ne)})

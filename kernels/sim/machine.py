@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ingest.contract import Cmp, Kind, Op
+from ingest.contract import Cmp, Kind, Op, Scope
 
 from .memory import Heap, Pending, RegionSpec
 from .ops import Ops
@@ -116,9 +116,16 @@ class Core:
         self.pidx = -1
 
 
+# How a cross-rank barrier is recorded (Machine._barrier_parts).
+BARRIER_LAYOUTS = ("all", "core0")
+
+
 class Machine(Ops):
     def __init__(self, ranks: int, cores: int, regions: list[RegionSpec], seed: int,
-                 ring_capacity: int | None = None, land_prob: float = 0.35):
+                 ring_capacity: int | None = None, land_prob: float = 0.35, barrier_layout: str = "all"):
+        if barrier_layout not in BARRIER_LAYOUTS:
+            raise ValueError(f"unknown barrier layout {barrier_layout!r}; expected one of {', '.join(BARRIER_LAYOUTS)}")
+        self.barrier_layout = barrier_layout
         self.P, self.C = ranks, cores
         self.heap = Heap(ranks, regions, self)
         self.rng = np.random.default_rng(seed)
@@ -232,7 +239,7 @@ class Machine(Ops):
                 self._unready(c)
                 return
             if req.scope is not None:
-                self.emit(c, [self.part(Kind.BARRIER_END, scope=req.scope, value=req.value, site=req.site)])
+                self.emit(c, self._barrier_parts(c, req, begin=False))
         c.req = None
         try:
             nxt = c.gen.send(send)
@@ -248,9 +255,28 @@ class Machine(Ops):
         if isinstance(nxt, Barrier):
             self._arrive(c, nxt)
 
+    def _barrier_parts(self, c: Core, b: Barrier, begin: bool) -> list[Part]:
+        """What core ``c`` records entering (or leaving) barrier ``b``, in the machine's layout.
+
+        "all": every core records the cross-rank barrier. "core0": core 0 alone
+        records it and then a core-scope barrier, which the rank's other cores
+        record in its place (they follow core 0 through it); both are legal
+        (docs/trace-format.md) and must diagnose alike.
+        """
+        kind = Kind.BARRIER_BEGIN if begin else Kind.BARRIER_END
+        if self.barrier_layout == "all" or b.scope != int(Scope.ALL):
+            return [self.part(kind, scope=b.scope, value=b.value, site=b.site)]
+        if c.core != 0:
+            return [self.part(kind, scope=int(Scope.CORE), site=b.site)]
+        if begin:
+            return [self.part(kind, scope=b.scope, value=b.value, site=b.site)]
+        return [self.part(Kind.BARRIER_END, scope=b.scope, value=b.value, site=b.site),
+                self.part(Kind.BARRIER_BEGIN, scope=int(Scope.CORE), site=b.site),
+                self.part(Kind.BARRIER_END, scope=int(Scope.CORE), site=b.site)]
+
     def _arrive(self, c: Core, b: Barrier) -> None:
         if b.scope is not None:
-            self.emit(c, [self.part(Kind.BARRIER_BEGIN, scope=b.scope, value=b.value, site=b.site)])
+            self.emit(c, self._barrier_parts(c, b, begin=True))
         group = self._bar.setdefault(b.key, [])
         group.append(c)
         if len(group) == b.members:
