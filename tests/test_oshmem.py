@@ -114,8 +114,8 @@ def test_run_script_lists_the_stored_scenarios():
 def test_real_run_is_diagnosed(scenario, build_dir, tmp_path):
     out = tmp_path / scenario
     env = {**os.environ, "MOE_BUILD": str(build_dir)}
-    subprocess.run([str(RUN), scenario, str(out)], check=True, capture_output=True, text=True, env=env,
-                   timeout=120)
+    res = subprocess.run([str(RUN), scenario, str(out)], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
     exp = _expect(scenario)
     if exp["repeatable"]:
         _check_runtime(exp, _statuses(out))
