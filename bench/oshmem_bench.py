@@ -37,9 +37,9 @@ def runtime_did(trace: Path) -> str:
     parts = [f"died (rank {', '.join(map(str, died))})"] if died else []
     if "hang" in st:
         parts.append("hang")
-    wrong = [f"rank {r}: {s}" for r, s in enumerate(st) if s and s.startswith("wrong")]
+    wrong = [f"rank {r}: {s.split()[-1]} rows" for r, s in enumerate(st) if s and s.startswith("wrong")]
     if wrong:
-        parts.append("wrong output (" + "; ".join(wrong) + " rows)")
+        parts.append("wrong output (" + "; ".join(wrong) + ")")
     return ", ".join(parts) or "completed"
 
 

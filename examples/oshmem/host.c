@@ -9,8 +9,9 @@
  *
  * Writes OUT/manifest.json (rank 0), OUT/rankR.mtr (every PE whose process
  * lives to dump: at the end, or from the watchdog on a hang) and
- * OUT/rankR.status: "ok", "wrong ROWS", "hang" (no progress for the watchdog's
- * time). A killed PE leaves neither. shmem_finalize crashes in UCX here: the
+ * OUT/rankR.status: "ok", "wrong N" (N output rows differ from the reference,
+ * plus one per launch whose atomic row total disagreed with the counts), "hang"
+ * (no progress for the watchdog's time). A killed PE leaves neither. shmem_finalize crashes in UCX here: the
  * run ends with a barrier and _exit.
  */
 #include <shmem.h>
