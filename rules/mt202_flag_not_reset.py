@@ -205,7 +205,10 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     rl = w.row[idx]
     ok = prev >= 0
     rr = w.row[np.maximum(prev, 0)]
-    ok &= (w.phase[np.maximum(prev, 0)] == w.phase[idx]) & (rank[rl] != rank[rr])
+    # Another core's write: of a peer rank, or of a sibling core of the owner's (an atomic add
+    # to its own rank that core 0 resets after waiting on the sibling's done flag).
+    core = trace["core"]
+    ok &= (w.phase[np.maximum(prev, 0)] == w.phase[idx]) & ((rank[rl] != rank[rr]) | (core[rl] != core[rr]))
     cov = P.cover(trace, False)[rl]
     ok &= cov >= 0
     if not ok.any():
