@@ -287,8 +287,24 @@ def kind_columns(kind: Kind) -> tuple[str, ...]:
     return req + opt + COMMON_OPTIONAL
 
 
-# Columns whose values are ranks of the manifest: every reader checks them against it.
+# Columns whose values are ranks.
 RANK_FIELDS = ("rank", "peer", "dst_rank", "src_rank")
+
+# Kinds whose peer names the rank whose memory a one-sided operation reaches
+# (or whose operations a quiet / fence completes): it keys the word's owner.
+RMA_KINDS = frozenset({Kind.PUT, Kind.GET, Kind.PUT_SIGNAL, Kind.SIGNAL, Kind.AMO, Kind.QUIET, Kind.FENCE})
+
+
+def must_be_rank(kind: Kind, column: str) -> bool:
+    """Whether every reader checks this field against the manifest's ranks.
+
+    Only where a rank addresses memory (the envelope's rank, the peer of a
+    one-sided operation): the analyses key words by it. A route's dst_rank, a
+    count's peer and a deliver's src_rank are what the kernel computed, so a
+    value outside the ranks is evidence for the rules (MT501, MT502), checked
+    only against its column type.
+    """
+    return column == "rank" or (column == "peer" and kind in RMA_KINDS)
 
 # Kinds whose target word lives in a peer's memory (owner = peer).
 REMOTE_WRITE_KINDS = frozenset({Kind.PUT, Kind.PUT_SIGNAL, Kind.SIGNAL, Kind.AMO})

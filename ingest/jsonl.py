@@ -22,16 +22,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .contract import (ALLOWED, COLUMN, COLUMNS, COMMON_OPTIONAL, ENVELOPE, FIELDS, RANK_FIELDS, SCHEMA, Kind,
-                       json_name)
+from .contract import (ALLOWED, COLUMN, COLUMNS, COMMON_OPTIONAL, ENVELOPE, FIELDS, SCHEMA, Kind, json_name,
+                       must_be_rank)
 from .errors import TraceError
 from .manifest import Manifest
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _BLOCK = 1 << 22
-
-# Columns whose values name a rank of the manifest (besides the envelope's rank).
 
 _INT, _CODE, _STR = 0, 1, 2
 
@@ -111,7 +109,7 @@ class _KindSpec:
             elif spec.type == pa.string():
                 self.fields.append((key, col, _STR, None, None, required))
             else:
-                lo, hi = manifest.value_range(col)
+                lo, hi = manifest.value_range(kind, col)
                 self.fields.append((key, col, _INT, lo, hi, required))
             self.columns.append(col)
         self.keys = frozenset(f[0] for f in self.fields) | {"kind"}
@@ -168,7 +166,7 @@ class _KindSpec:
         if mode == _INT:
             if type(v) is not int:
                 return f"{kind} event: field {key!r} must be an integer, got {_short(v)}"
-            if col in RANK_FIELDS:
+            if must_be_rank(self.kind, col):
                 return (f"{kind} event: field {key!r} = {v} is not a rank of the manifest "
                         f"(ranks 0..{self.manifest.ranks - 1})")
             if col == "core":

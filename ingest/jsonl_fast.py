@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from .contract import ALLOWED, COLUMN, COLUMNS, ENVELOPE, FIELDS, RANK_FIELDS, SCHEMA, Kind, json_name, kind_columns
+from .contract import ALLOWED, COLUMN, COLUMNS, ENVELOPE, FIELDS, SCHEMA, Kind, json_name, kind_columns
 from .manifest import Manifest
 
 _CHUNK = 1 << 26
@@ -141,9 +141,12 @@ def validate(raw: pa.Table, manifest: Manifest) -> pa.Table:
                 v = None
             else:
                 v = _np(col.fill_null(0))
-                lo, hi = manifest.value_range(cname)
-                if spec.type.bit_width < 64 or cname in RANK_FIELDS or cname == "core":
-                    sel = v[here]
+                # Kinds grouped by the range they allow (a peer is a rank on a put, any int16 on a count).
+                ranges: dict[tuple[int, int], list[int]] = {}
+                for k in ks:
+                    ranges.setdefault(manifest.value_range(Kind(k), cname), []).append(k)
+                for (lo, hi), group in ranges.items():
+                    sel = v[here if len(ranges) == 1 else here & _kind_mask(group)[kinds]]
                     if len(sel) and (sel.min() < lo or sel.max() > hi):
                         raise _NotSure
             if v is None:

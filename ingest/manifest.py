@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .contract import COLUMN, FORMAT, RANK_FIELDS, Role
+from .contract import COLUMN, FORMAT, Kind, Role, must_be_rank
 from .errors import TraceError
 
 
@@ -95,9 +95,10 @@ class Manifest:
             ne = self.params["local_experts"] * self.ranks
         return ne
 
-    def value_range(self, column: str) -> tuple[int, int]:
-        """The values an integer column may take: ranks and cores of this machine, else its type's range."""
-        if column in RANK_FIELDS:
+    def value_range(self, kind: Kind, column: str) -> tuple[int, int]:
+        """The values an integer field of ``kind`` may take: ranks and cores of this machine
+        where it addresses memory (``contract.must_be_rank``), else its type's range."""
+        if must_be_rank(kind, column):
             return 0, self.ranks - 1
         if column == "core":
             return 0, self.cores - 1

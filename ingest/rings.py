@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .contract import COLUMN, COLUMNS, RANK_FIELDS, SCHEMA, Kind
+from .contract import COLUMN, COLUMNS, SCHEMA, Kind, must_be_rank
 from .errors import TraceError
 from .manifest import Manifest
 from .ring_layout import (HEADER_DTYPE, HEADER_SIZE, MAGIC, PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, VERSION,
@@ -255,8 +255,9 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
             bad = valid & (raw >= nreg)
             if bad.any():
                 fail(bad, lambda i: f"{plan.column} id {int(raw[i])} unknown to the manifest's {nreg} regions")
-        if plan.column in RANK_FIELDS:
-            bad = valid & ((raw < 0) | (raw >= manifest.ranks))
+        rank_kinds = sum(1 << int(k) for k in Kind if must_be_rank(k, plan.column))
+        if rank_kinds & plan.kinds & kinds_here:
+            bad = valid & of_kinds(rank_kinds) & ((raw < 0) | (raw >= manifest.ranks))
             if bad.any():
                 fail(bad, lambda i: f"{Kind(int(kind[i])).wire} event: field {plan.column!r} = {int(raw[i])} is not "
                                     f"a rank of the manifest (ranks 0..{manifest.ranks - 1})")
@@ -264,7 +265,8 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
             cols["name"] = _names(raw, valid, manifest, fail)
             continue
         np_type = _NP_TYPE[spec.type]
-        checked = plan.allowed is not None or plan.slot in REGION_SLOTS
+        # Enum codes and region ids were checked above; every other slot wider than its column is range-checked.
+        checked = bool(plan.allowed) or plan.slot in REGION_SLOTS
         if not checked and np.iinfo(raw.dtype).bits > np.iinfo(np_type).bits:
             lo, hi = np.iinfo(np_type).min, np.iinfo(np_type).max
             bad = valid & ((raw < lo) | (raw > hi))
