@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from .contract import ALLOWED, COLUMN, COLUMNS, ENVELOPE, FIELDS, SCHEMA, Kind, json_name, kind_columns
+from .jsonl import BOM
 from .manifest import Manifest
 
 _CHUNK = 1 << 26
@@ -58,11 +59,17 @@ def _kind_mask(kinds) -> np.ndarray:
 def _chunks(path: Path, compression: str | None):
     with pa.input_stream(str(path), compression=compression) as stream:
         tail = b""
+        first = True
         while True:
             block = stream.read(_CHUNK)
             if not block:
                 break
+            if first and block.startswith(BOM):
+                block = block[len(BOM):]  # accepted at the start of a file only, as by the careful path
+            first = False
             buf = tail + block
+            if buf.startswith(BOM):
+                raise _NotSure  # pyarrow would skip a BOM opening any later chunk
             cut = buf.rfind(b"\n") + 1
             tail = buf[cut:]
             if cut:
@@ -150,6 +157,10 @@ def validate(raw: pa.Table, manifest: Manifest) -> pa.Table:
                     if len(sel) and (sel.min() < lo or sel.max() > hi):
                         raise _NotSure
             if v is None:
+                try:
+                    col.validate(full=True)  # UTF-8 the careful path would refuse never gets through
+                except pa.ArrowInvalid:
+                    raise _NotSure from None
                 out[cname] = col  # exact: a string key on a kind without it fails below
                 continue
             if cname in values:
