@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from .contract import (ALLOWED, COLUMN, COLUMNS, COMMON_OPTIONAL, ENVELOPE, FIELDS, SCHEMA, Kind, json_name,
-                       must_be_rank)
+                       must_be_rank, range_problem)
 from .errors import TraceError
 from .manifest import Manifest
 
@@ -199,7 +199,7 @@ class _KindSpec:
             if col == "core":
                 return (f"{kind} event: field 'core' = {v} is not a core of the manifest "
                         f"(cores 0..{self.manifest.cores - 1})")
-            return f"{kind} event: field {key!r} = {v} does not fit {COLUMN[col].type} ({a}..{b})"
+            return f"{kind} event: field {key!r} = {v} {range_problem(col, v)}"
         if mode == _STR:
             if type(v) is str:
                 return f"{kind} event: field {key!r} is not valid Unicode text (a lone surrogate escape): {_short(v)}"
