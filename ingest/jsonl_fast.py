@@ -84,10 +84,12 @@ def _parse(data: bytes) -> pa.Table:
     if _MULTI.search(data):
         raise _NotSure
     lines = data.count(b"\n")
-    # An event is one flat object per line. Anything nested never reaches pyarrow: its JSON
-    # reader recurses without a limit, and deeply nested objects crash the process (SIGSEGV).
-    # A bracket inside a string only costs a careful re-read.
-    if b"[" in data or data.count(b"{") > lines:
+    # Only lines that are each one flat object reach pyarrow: every line opens with '{' and
+    # closes with '}', no other '{' and no '[' anywhere. pyarrow's JSON reader crashes the
+    # process (SIGSEGV) on a line that is not an object ("null" before an object) and on
+    # deeply nested objects. A brace or bracket inside a string only costs a careful re-read.
+    if (not data.startswith(b"{") or b"[" in data or data.count(b"\n{") != lines - 1
+            or data.count(b"{") != lines or data.count(b"}\n") + data.count(b"}\r\n") != lines):
         raise _NotSure
     table = pj.read_json(pa.BufferReader(data),
                          read_options=pj.ReadOptions(block_size=1 << 20),  # larger blocks measured slower

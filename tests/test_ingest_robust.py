@@ -119,23 +119,24 @@ def test_broken_compressed_stream_names_its_place(tmp_path, compression, damage)
         assert int(err.where.split()[1]) > 1000  # the good lines before the damage were read
 
 
-def test_deeply_nested_object_never_reaches_pyarrow(tmp_path):
-    """pyarrow's JSON reader recurses without a limit: 100,000 nested objects killed the process (SIGSEGV)."""
+@pytest.mark.parametrize("line", ['{"a":' * 100_000 + "1" + "}" * 100_000 + "\n", "null\n", "7\n", '"x"\n'])
+def test_line_that_crashed_pyarrow_never_reaches_it(tmp_path, line):
+    """pyarrow's JSON reader killed the process (SIGSEGV) on 100,000 nested objects and on a
+    line that is not an object before an object ("null" then {...})."""
     import subprocess
     import sys
 
     from conftest import ROOT
 
-    line = '{"a":' * 100_000 + "1" + "}" * 100_000 + "\n"
     m = write_manifest(tmp_path, manifest())
-    (tmp_path / "events.jsonl").write_text(GOOD % 1 + line)
+    (tmp_path / "events.jsonl").write_text(line + GOOD % 1)
     code = ("import sys; from pathlib import Path; from ingest.manifest import Manifest; "
             "from ingest.jsonl_fast import read_fast; "
             "print(read_fast(Path(sys.argv[1]), Manifest.load(sys.argv[2]), None))")
     res = subprocess.run([sys.executable, "-c", code, str(tmp_path / "events.jsonl"), str(tmp_path / "manifest.json")],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 0 and res.stdout.strip() == "None", (res.returncode, res.stderr[-300:])
-    _, got = _verdicts(tmp_path, (GOOD % 1 + line).encode())
+    _, got = _verdicts(tmp_path, (line + GOOD % 1).encode())
     err = _agree(got)
-    assert isinstance(err, TraceError) and err.where == "line 2", err
+    assert isinstance(err, TraceError) and err.where == "line 1", err
     assert m.ranks == 2
