@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "trace-format.md"
 sys.path.insert(0, str(ROOT))
 
-from ingest.contract import ALLOWED, COLUMNS, COMMON_OPTIONAL, FIELDS, JSON_NAME, Role, json_name  # noqa: E402
+from ingest.contract import (ALLOWED, COLUMNS, COMMON_OPTIONAL, FIELDS, JSON_NAME, RANK_FIELDS, Kind, Role,  # noqa: E402
+                             json_name, must_be_rank)
 from ingest.manifest import SLOT_INDEX  # noqa: E402
 
 
@@ -80,7 +81,27 @@ def _slot_index() -> str:
     return "\n".join(rows)
 
 
-BLOCKS = {"columns": _columns, "kinds": _kinds, "enums": _enums, "slot_index": _slot_index}
+def _rank_checks() -> str:
+    """Which rank-valued fields every reader checks against the manifest (contract.must_be_rank)."""
+    checked, computed = [], []
+    for col in RANK_FIELDS:
+        kinds = [k for k in Kind if col in ("rank",) + FIELDS[k][0] + FIELDS[k][1]]
+        yes = [k.wire for k in kinds if must_be_rank(k, col)]
+        no = [k.wire for k in kinds if not must_be_rank(k, col)]
+        if col == "rank":
+            checked.append("`rank` (every event)")
+            continue
+        if yes:
+            checked.append(f"`{col}` of " + ", ".join(yes))
+        if no:
+            computed.append(f"`{col}` of " + ", ".join(no))
+    return ("- " + "; ".join(checked) + " lie in `[0, ranks)`, `core` in `[0, cores)`: they address memory.\n"
+            "- " + "; ".join(computed) + " are what the kernel computed: a value outside the ranks is "
+            "evidence for the rules (MT501, MT502), so ingest only checks that it fits its column type.")
+
+
+BLOCKS = {"columns": _columns, "kinds": _kinds, "enums": _enums, "slot_index": _slot_index,
+          "rank_checks": _rank_checks}
 
 
 def render(text: str) -> str:

@@ -22,18 +22,18 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .contract import (ALLOWED, COLUMN, COLUMNS, COMMON_OPTIONAL, ENVELOPE, FIELDS, RANK_FIELDS, SCHEMA, Kind,
-                       json_name)
+from .contract import (ALLOWED, COLUMN, COLUMNS, COMMON_OPTIONAL, ENVELOPE, FIELDS, SCHEMA, Kind, json_name,
+                       must_be_rank, range_problem)
 from .errors import TraceError
 from .manifest import Manifest
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark: skipped at the start of a file, an error anywhere else
 _BLOCK = 1 << 22
 
-# Columns whose values name a rank of the manifest (besides the envelope's rank).
-
 _INT, _CODE, _STR = 0, 1, 2
+_COMPILED: dict[str, object] = {}  # generated per-kind checks by source (see _KindSpec.compile)
 
 # The per-line seq check reads rank, core, seq as a kind's first three values.
 assert ENVELOPE[:3] == ("rank", "core", "seq")
@@ -66,9 +66,18 @@ def detect_compression(path: str | Path) -> str | None:
     return None
 
 
+class _StreamBroken(Exception):
+    """A read of the (de)compressed stream failed: why, and how far into the file it had read."""
+
+    def __init__(self, reason: str, read_to: int):
+        super().__init__(reason)
+        self.reason, self.read_to = reason, read_to
+
+
 def _blocks(path: Path, compression: str | None):
     try:
-        stream = pa.input_stream(str(path), compression=compression)
+        raw = pa.OSFile(str(path))
+        stream = raw if compression is None else pa.CompressedInputStream(raw, compression)
     except (OSError, pa.ArrowException) as e:
         raise TraceError(path, "", f"cannot open: {e}") from None
     with stream:
@@ -76,11 +85,27 @@ def _blocks(path: Path, compression: str | None):
             try:
                 block = stream.read(_BLOCK)
             except (OSError, pa.ArrowException, EOFError) as e:
-                what = f"{compression} data" if compression else "file"
-                raise TraceError(path, "", f"corrupt or truncated {what}: {e}") from None
+                raise _StreamBroken(str(e), raw.tell()) from None
             if not block:
                 return
             yield block
+
+
+def _broken(path: Path, compression: str | None, err: _StreamBroken, last_good_line: int) -> TraceError:
+    what = f"{compression} data" if compression else "file"
+    size = path.stat().st_size
+    # The raw reader reads ahead, so the offset bounds where the damage is, not the exact byte.
+    return TraceError(path, f"line {last_good_line + 1}",
+                      f"corrupt or truncated {what} after line {last_good_line} (the stream fails by "
+                      f"compressed byte {err.read_to} of {size}): {err.reason}")
+
+
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _short(v) -> str:
@@ -111,7 +136,7 @@ class _KindSpec:
             elif spec.type == pa.string():
                 self.fields.append((key, col, _STR, None, None, required))
             else:
-                lo, hi = manifest.value_range(col)
+                lo, hi = manifest.value_range(kind, col)
                 self.fields.append((key, col, _INT, lo, hi, required))
             self.columns.append(col)
         self.keys = frozenset(f[0] for f in self.fields) | {"kind"}
@@ -129,7 +154,7 @@ class _KindSpec:
         obj, i)`` or ``bad_seq(...)``, which raise.
         """
         ns: dict = {"last_seq": last_seq, "bad_field": bad_field, "bad_seq": bad_seq, "spec": self,
-                    "rows_append": self.rows.append, "str": str, "int": int}
+                    "rows_append": self.rows.append, "str": str, "int": int, "utf8_ok": _utf8_ok}
         body = []
         for i, (key, col, mode, a, b, required) in enumerate(self.fields):
             ns[f"A{i}"] = self.values[i].append
@@ -137,7 +162,8 @@ class _KindSpec:
             if mode == _INT:
                 check = f"type(v{i}) is not int or v{i} < {a} or v{i} > {b}"
             elif mode == _STR:
-                check = f"type(v{i}) is not str"
+                # A lone surrogate escape ("\\ud83d") decodes to a str that has no UTF-8 form.
+                check = f"type(v{i}) is not str or not (v{i}.isascii() or utf8_ok(v{i}))"
             else:
                 ns[f"T{i}"] = a
                 # Names only: a bare integer code is not the JSON form.
@@ -156,7 +182,14 @@ class _KindSpec:
         ]
         body += [f"A{i}(v{i})" for i in range(len(self.fields))]
         src = "def parse(obj, lineno):\n" + "".join(f"    {line}\n" for line in body)
-        exec(compile(src, f"<moetrace jsonl {self.kind.wire}>", "exec"), ns)
+        # Compiling is most of the cost of a small file (19 kinds, ~1 ms each); the source
+        # depends only on the kind and the manifest's ranks and cores, so it is compiled once.
+        code = _COMPILED.get(src)
+        if code is None:
+            if len(_COMPILED) > 4096:
+                _COMPILED.clear()
+            code = _COMPILED[src] = compile(src, f"<moetrace jsonl {self.kind.wire}>", "exec")
+        exec(code, ns)
         return ns["parse"]
 
     def explain(self, obj: dict, key: str, col: str, mode: int, a, b, required: bool) -> str:
@@ -168,14 +201,16 @@ class _KindSpec:
         if mode == _INT:
             if type(v) is not int:
                 return f"{kind} event: field {key!r} must be an integer, got {_short(v)}"
-            if col in RANK_FIELDS:
+            if must_be_rank(self.kind, col):
                 return (f"{kind} event: field {key!r} = {v} is not a rank of the manifest "
                         f"(ranks 0..{self.manifest.ranks - 1})")
             if col == "core":
                 return (f"{kind} event: field 'core' = {v} is not a core of the manifest "
                         f"(cores 0..{self.manifest.cores - 1})")
-            return f"{kind} event: field {key!r} = {v} does not fit {COLUMN[col].type} ({a}..{b})"
+            return f"{kind} event: field {key!r} = {v} {range_problem(col, v)}"
         if mode == _STR:
+            if type(v) is str:
+                return f"{kind} event: field {key!r} is not valid Unicode text (a lone surrogate escape): {_short(v)}"
             return f"{kind} event: field {key!r} must be a string, got {_short(v)}"
         spec = COLUMN[col]
         if spec.ref == "region":
@@ -197,22 +232,38 @@ def _line_lists(path: Path, compression: str | None):
     """Lists of decoded lines, block by block; the last may be an unterminated line."""
     tail = b""
     first = 1  # line number of the block's first line, for decode errors
-    for block in _blocks(path, compression):
+    blocks = _blocks(path, compression)
+    while True:
+        try:
+            block = next(blocks)
+        except StopIteration:
+            break
+        except _StreamBroken as e:
+            # Every whole line before the damage was yielded (and checked) already.
+            raise _broken(path, compression, e, first - 1) from None
+        if first == 1 and not tail and block.startswith(BOM):
+            block = block[len(BOM):]  # a BOM opening the file is accepted (and only there), as by the fast path
         buf = tail + block
         cut = buf.rfind(b"\n") + 1
         tail = buf[cut:]
-        yield _decode(path, buf[:cut], first).split("\n")[:-1]
+        yield from _decode(path, buf[:cut], first)
         first += buf.count(b"\n", 0, cut)
     if tail:
-        yield [_decode(path, tail, first)]
+        yield from _decode(path, tail + b"\n", first)
 
 
-def _decode(path: Path, data: bytes, first: int) -> str:
+def _decode(path: Path, data: bytes, first: int):
+    """The lines of ``data`` (whole lines), as one list; on bad UTF-8 the lines
+    before it first, so an earlier bad line is still the one reported."""
     try:
-        return data.decode("utf-8")
+        yield data.decode("utf-8").split("\n")[:-1]
+        return
     except UnicodeDecodeError as e:
-        line = first + data.count(b"\n", 0, e.start)
-        raise TraceError(path, f"line {line}", f"not valid UTF-8 text: {e.reason}") from None
+        start = data.rfind(b"\n", 0, e.start) + 1
+        reason = e.reason
+    yield data[:start].decode("utf-8").split("\n")[:-1]
+    line = first + data.count(b"\n", 0, start)
+    raise TraceError(path, f"line {line}", f"not valid UTF-8 text: {reason}")
 
 
 def read_jsonl(path: str | Path, manifest: Manifest, *, fast: bool = True) -> JsonlChunk:
@@ -256,7 +307,7 @@ def read_jsonl(path: str | Path, manifest: Manifest, *, fast: bool = True) -> Js
                 obj, end = scan(line, 0)
                 if end != len(line):
                     raise StopIteration
-            except (StopIteration, ValueError):
+            except (StopIteration, ValueError, RecursionError):
                 # Not one bare value: leading/trailing blanks, a blank line or
                 # bad JSON. json.loads decides and words the error.
                 if not line.strip():
@@ -265,6 +316,8 @@ def read_jsonl(path: str | Path, manifest: Manifest, *, fast: bool = True) -> Js
                     obj = loads(line)
                 except ValueError as e:
                     fail(f"not valid JSON: {getattr(e, 'msg', e)}")
+                except RecursionError:
+                    fail("not valid JSON for an event: nested too deeply")
             if type(obj) is not dict:
                 fail(f"an event must be a JSON object, got {_short(obj)}")
             k = obj.get("kind")
@@ -276,9 +329,11 @@ def read_jsonl(path: str | Path, manifest: Manifest, *, fast: bool = True) -> Js
             keys, parse = spec
             if not keys.issuperset(obj):
                 ks = kind_specs[obj["kind"]]
-                extra = sorted(set(obj) - ks.keys)
-                fail(f"{ks.kind.wire} event: field {extra[0]!r} is not part of a {ks.kind.wire} event "
-                     f"(it would be dropped); its fields are {', '.join(sorted(ks.keys))}")
+                # A JSON null is an absent field, wherever it stands.
+                extra = sorted(k for k in set(obj) - ks.keys if obj[k] is not None)
+                if extra:
+                        fail(f"{ks.kind.wire} event: field {extra[0]!r} is not part of a {ks.kind.wire} event "
+                         f"(it would be dropped); its fields are {', '.join(sorted(ks.keys))}")
             parse(obj, lineno)
     return _assemble(list(kind_specs.values()))
 

@@ -11,9 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .contract import COLUMN, FORMAT, RANK_FIELDS, Role
+from .contract import ADDRESS_LIMIT, COLUMN, FORMAT, HEAP_LIMIT, Kind, Role, column_range, must_be_rank
 from .errors import TraceError
 
+
+# Bytes per element a region may have (the views hold elem_bytes as a 32-bit integer).
+ELEM_BYTES_LIMIT = 1 << 16
 
 # How a region's slot number (offset // slot_words) ties to the routes, so the
 # analyzer can name the producer a stuck wait expects without knowing the
@@ -102,14 +105,14 @@ class Manifest:
             ne = self.params["local_experts"] * self.ranks
         return ne
 
-    def value_range(self, column: str) -> tuple[int, int]:
-        """The values an integer column may take: ranks and cores of this machine, else its type's range."""
-        if column in RANK_FIELDS:
+    def value_range(self, kind: Kind, column: str) -> tuple[int, int]:
+        """The values an integer field of ``kind`` may take: ranks and cores of this machine
+        where it addresses memory (``contract.must_be_rank``), else ``contract.column_range``."""
+        if must_be_rank(kind, column):
             return 0, self.ranks - 1
         if column == "core":
             return 0, self.cores - 1
-        bits = COLUMN[column].type.bit_width
-        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        return column_range(column)
 
     def site_text(self, site: int | None) -> str | None:
         return None if site is None else self.sites.get(int(site))
@@ -139,13 +142,17 @@ class Manifest:
     def load(cls, path: str | Path) -> "Manifest":
         path = Path(path)
         try:
-            text = path.read_text()
+            text = path.read_bytes().decode("utf-8-sig")  # a BOM opening the file is accepted, as in event files
         except OSError as e:
             raise TraceError(path, "", f"cannot read manifest: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise TraceError(path, f"byte {e.start}", f"manifest is not valid UTF-8 text: {e.reason}") from None
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as e:
             raise TraceError(path, f"line {e.lineno}", f"manifest is not valid JSON: {e.msg}") from None
+        except RecursionError:
+            raise TraceError(path, "", "manifest is not a manifest: JSON nested too deeply") from None
         return cls.from_json(doc, path)
 
     @classmethod
@@ -200,29 +207,76 @@ class Manifest:
             length = need(r, "length", int, w)
             if elem_bytes <= 0 or length < 0:
                 raise err(w[:-1], "elem_bytes must be > 0 and length >= 0")
+            if elem_bytes > ELEM_BYTES_LIMIT:
+                raise err(w + "elem_bytes", f"elem_bytes {elem_bytes} is beyond {ELEM_BYTES_LIMIT}")
+            if length > ADDRESS_LIMIT:
+                raise err(w + "length", f"length {length} is beyond what the analyses address "
+                                        f"({ADDRESS_LIMIT} elements, 2^40)")
             reset = need(r, "reset", int, w, optional=True)
+            if reset is not None and not _data_int(reset):
+                raise err(w + "reset", f"reset {reset} is not an int64 value (the int64 minimum stands for null)")
             mono = need(r, "monotonic", bool, w, optional=True) or False
             slot_words = need(r, "slot_words", int, w, optional=True) or 1
-            if slot_words <= 0:
-                raise err(w + "slot_words", "slot_words must be > 0")
+            if slot_words <= 0 or slot_words > ADDRESS_LIMIT:
+                raise err(w + "slot_words", f"slot_words must be in 1..{ADDRESS_LIMIT}, got {slot_words}")
             index = need(r, "index", str, w, optional=True)
             if index is not None and index not in SLOT_INDEX:
                 raise err(w + "index", f"unknown index {index!r}; expected one of {', '.join(SLOT_INDEX)}")
             stated = frozenset(k for k in ANNOTATIONS if k in r)  # "reset": null states there is none
             regions.append(Region(i, name, role, elem_bytes, length, reset, mono, slot_words, index, base, stated))
             base += length
+            if base > HEAP_LIMIT:
+                raise err(w + "length", f"the regions up to this one span {base} elements per rank; the analyses "
+                                        f"address at most {HEAP_LIMIT} (2^44)")
         if len(regions) > 32767:
             raise err("$.regions", "too many regions")
         raw_sites = need(doc, "sites", dict, "$.", optional=True) or {}
         sites: dict[int, str] = {}
+        site_lo, site_hi = column_range("site")
         for k, v in raw_sites.items():
             try:
-                sites[int(k)] = str(v)
+                site = int(k)
             except ValueError:
                 raise err(f"$.sites.{k}", "site ids must be integers") from None
+            if not site_lo <= site <= site_hi:
+                raise err(f"$.sites.{k}", f"site id {site} does not fit the site column ({site_lo}..{site_hi})")
+            sites[site] = str(v)
         names = tuple(need(doc, "names", list, "$.", optional=True) or ())
+        for i, n in enumerate(names):
+            if not isinstance(n, str):
+                raise err(f"$.names[{i}]", f"a kernel name must be a string, got {n!r}")
+        _check_values(doc, "$", err)
         return cls(ranks=ranks, cores=cores, protocol=protocol, regions=tuple(regions),
                    params=params, clock_hz=clock, sites=sites, names=names, format=fmt)
+
+
+def _data_int(v: int) -> bool:
+    """An integer the int64 columns and views can hold as data (not the null sentinel)."""
+    return -(2**63) < v < 2**63
+
+
+def _check_values(doc, where: str, err) -> None:
+    """Every integer of the manifest fits int64 (params such as capacity or topk meet the events'
+    int64 columns in the views), every string is valid Unicode (no lone surrogate escape)."""
+    stack = [(doc, where)]
+    while stack:
+        v, w = stack.pop()
+        if isinstance(v, bool) or v is None or isinstance(v, float):
+            continue
+        if isinstance(v, int):
+            if not _data_int(v):
+                raise err(w, f"integer {v} does not fit int64 without its minimum (the null sentinel)")
+        elif isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise err(w, f"not valid Unicode text (a lone surrogate escape): {v!r}") from None
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                stack.append((k, w))
+                stack.append((x, f"{w}.{k}"))
+        elif isinstance(v, list):
+            stack.extend((x, f"{w}[{i}]") for i, x in enumerate(v))
 
 
 def _tname(types) -> str:

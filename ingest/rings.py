@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .contract import COLUMN, COLUMNS, RANK_FIELDS, SCHEMA, Kind
+from .contract import COLUMN, COLUMNS, SCHEMA, Kind, column_range, must_be_rank, range_problem
 from .errors import TraceError
 from .manifest import Manifest
 from .ring_layout import (HEADER_DTYPE, HEADER_SIZE, MAGIC, PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, VERSION,
@@ -199,8 +199,10 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
     cols["rank"] = _plain(per_piece(np.int16, lambda p: p[3].rank))
     cols["core"] = _plain(per_piece(np.int16, lambda p: p[3].core))
     cols["seq"] = _plain(seq)
-    cols["ts"] = _plain(gather("ts"))
-    cols["launch"] = _plain(gather("launch"))
+    everywhere = np.ones(total, bool)
+    for name in ("ts", "launch"):
+        _check_range(gather(name), everywhere, name, kind, fail)
+        cols[name] = _plain(gather(name))
     cols["kind"] = _plain(kind.astype(np.int8))
     here = np.flatnonzero(np.bincount(kind, minlength=_KINDS))
     kinds_here = sum(1 << int(k) for k in here)
@@ -255,8 +257,9 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
             bad = valid & (raw >= nreg)
             if bad.any():
                 fail(bad, lambda i: f"{plan.column} id {int(raw[i])} unknown to the manifest's {nreg} regions")
-        if plan.column in RANK_FIELDS:
-            bad = valid & ((raw < 0) | (raw >= manifest.ranks))
+        rank_kinds = sum(1 << int(k) for k in Kind if must_be_rank(k, plan.column))
+        if rank_kinds & plan.kinds & kinds_here:
+            bad = valid & of_kinds(rank_kinds) & ((raw < 0) | (raw >= manifest.ranks))
             if bad.any():
                 fail(bad, lambda i: f"{Kind(int(kind[i])).wire} event: field {plan.column!r} = {int(raw[i])} is not "
                                     f"a rank of the manifest (ranks 0..{manifest.ranks - 1})")
@@ -264,12 +267,10 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
             cols["name"] = _names(raw, valid, manifest, fail)
             continue
         np_type = _NP_TYPE[spec.type]
-        checked = plan.allowed is not None or plan.slot in REGION_SLOTS
-        if not checked and np.iinfo(raw.dtype).bits > np.iinfo(np_type).bits:
-            lo, hi = np.iinfo(np_type).min, np.iinfo(np_type).max
-            bad = valid & ((raw < lo) | (raw > hi))
-            if bad.any():
-                fail(bad, lambda i: f"{plan.column} {int(raw[i])} does not fit {spec.type}")
+        # Enum codes, region ids and ranks were checked above; every other value must lie in
+        # its column's range (a slot wider than its column must not wrap, a sentinel is no data).
+        if not plan.allowed and plan.slot not in REGION_SLOTS:
+            _check_range(raw, valid & ~of_kinds(rank_kinds), plan.column, kind, fail)
         cols[plan.column] = _masked(raw.astype(np_type, copy=False), valid)
     arrays = [cols[c.name] if c.name in cols else None for c in COLUMNS]
     if None in arrays:
@@ -283,6 +284,19 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
                   for a, c in zip(arrays, COLUMNS)]
     table = pa.Table.from_arrays(arrays, schema=SCHEMA)
     return RingChunk(table, positions, lost, events_in)
+
+
+def _check_range(raw: np.ndarray, rows: np.ndarray, column: str, kind: np.ndarray, fail) -> None:
+    """Fail at the first of ``rows`` whose value lies outside ``column_range(column)``."""
+    lo, hi = column_range(column)
+    info = np.iinfo(raw.dtype)
+    lo, hi = max(lo, int(info.min)), min(hi, int(info.max))  # bounds the slot cannot pass need no test
+    if lo == info.min and hi == info.max:
+        return
+    bad = rows & ((raw < lo) | (raw > hi))
+    if bad.any():
+        fail(bad, lambda i: f"{Kind(int(kind[i])).wire} event: field {column!r} = {int(raw[i])} "
+                            f"{range_problem(column, int(raw[i]))}")
 
 
 def _allowed_names(plan: Plan, spec, kind: int) -> str:

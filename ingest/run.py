@@ -15,6 +15,7 @@ import pyarrow as pa
 from .dataset import BLOCK_EVENTS, IngestReport, SourceReport
 from .writer import DatasetWriter, conform
 from .sources import Chunk, resolve
+from .staging import check_not_an_input
 
 # progress(phase, n): phase 'read' counts events read, 'write' rows written.
 ProgressFn = Callable[[str, int], None]
@@ -31,6 +32,7 @@ def ingest(inputs: Sequence[Path | str], out: Path | str, *, force: bool = False
     existing dataset replaced with ``force`` survives a failed ingest).
     """
     manifest, sources = resolve(inputs)
+    check_not_an_input(Path(out), [s.path for s in sources] + [Path(p) for p in inputs])
     writer = DatasetWriter(out, manifest, overwrite=force, block_events=block_events)
     for src in sources:
         # One report per source even where a reader yields several chunks

@@ -1,8 +1,10 @@
 """The dataset writer: validated event tables in, one dataset out, atomically.
 
 Everything is staged in a hidden sibling directory and renamed into place at
-the end, so an interrupted or failed ingest leaves nothing behind; the layout
-and the report it writes are defined in ``ingest.dataset``.
+the end, so an interrupted or failed ingest leaves nothing behind (and one
+killed outright leaves a staging directory the next ingest removes: see
+``ingest.staging``); the layout and the report it writes are defined in
+``ingest.dataset``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from .blocks import blocks_of, edges_from, launch_counts, row_cuts
 from .dataset import BLOCK_EVENTS, EVENTS_DIR, MANIFEST_FILE, REPORT_FILE, CoreReport, IngestReport, SourceReport
 from .errors import TraceError
 from .manifest import Manifest
+from .staging import check_replaceable, clean_stale, make_stage, os_error, swap_in
 
 # Integer columns whose values are (near-)monotone within a core: delta-encode.
 _DELTA = ("seq", "ts")
@@ -53,8 +55,7 @@ class DatasetWriter:
         # Launches that end a block (the last block is open-ended), fixed by the first
         # rows added so every rank can be encoded as soon as it arrives (ingest.blocks.edges_from).
         self._edges: np.ndarray | None = None
-        if self.out.exists() and not overwrite:
-            raise TraceError(self.out, "", "output already exists (use --force to replace it)")
+        check_replaceable(self.out, overwrite)
         self._by_rank: dict[int, list[pa.Table]] = {}
         self._lost: dict[tuple[int, int], int] = {}
         self.report = IngestReport()
@@ -126,20 +127,20 @@ class DatasetWriter:
                 self._spec[r] = (-1, spec[1])
 
     def commit(self, progress=None) -> IngestReport:
-        parent = self.out.parent
-        parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.", dir=parent))
+        """Write everything into a staging directory and swap it in (``ingest.staging``)."""
+        try:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            clean_stale(self.out)
+            stage = make_stage(self.out)
+        except OSError as e:
+            raise os_error(self.out, e, "create the dataset here") from None
         try:
             self._write_all(stage, progress)
-            if self.out.exists():
-                if not self.overwrite:
-                    raise TraceError(self.out, "", "output already exists")
-                trash = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old.", dir=parent))
-                os.replace(self.out, trash / "old")
-                os.replace(stage, self.out)
-                shutil.rmtree(trash, ignore_errors=True)
-            else:
-                os.replace(stage, self.out)
+            check_replaceable(self.out, self.overwrite)  # something may have appeared there meanwhile
+            swap_in(stage, self.out)
+        except OSError as e:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise os_error(self.out, e, "write the dataset") from None
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
             raise

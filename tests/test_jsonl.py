@@ -113,8 +113,9 @@ def test_big_values_fit_int64(tmp_path):
     c = Core(0, 0)
     big = 2**63 - 1
     chunk = _read(write_trace(tmp_path, [c("write", region="counts", offset=0, nbytes=4, value=big),
-                                         c("write", region="counts", offset=0, nbytes=4, value=-big - 1)]))
-    assert chunk.table.column("value").to_pylist() == [big, -big - 1]
+                                         c("write", region="counts", offset=0, nbytes=4, value=-big)]))
+    # -2^63 itself is the column's null sentinel, never data (tests/test_ingest_limits.py).
+    assert chunk.table.column("value").to_pylist() == [big, -big]
 
 
 @pytest.mark.parametrize("compression", [None, "gzip", "zstd"])

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
-from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, SCHEMA, Kind
+from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, SCHEMA, Kind, column_range
 from ingest.errors import TraceError
 from ingest.manifest import Manifest
 from ingest.ring_layout import HEADER_DTYPE, HEADER_SIZE, RECORD_DTYPE, RECORD_SIZE, SLOT_OF, layout_markdown
@@ -23,7 +23,6 @@ MANIFEST = Manifest.from_json({
     "names": ["dispatch", "combine"],
 })
 RANK_FIELDS = ("peer", "dst_rank", "src_rank")
-_INT_RANGE = {pa.int8(): 7, pa.int16(): 15, pa.int32(): 31, pa.int64(): 63}
 
 
 def _values(kind: Kind, col: str):
@@ -37,9 +36,8 @@ def _values(kind: Kind, col: str):
     if col in RANK_FIELDS:
         return st.integers(0, MANIFEST.ranks - 1)
     slot = np.iinfo(RECORD_DTYPE[SLOT_OF[col]])
-    bits = _INT_RANGE[spec.type]
-    # The column's null sentinel (its type's minimum) is excluded: it means null.
-    return st.integers(max(slot.min, -(2**bits) + 1), min(slot.max, 2**bits - 1))
+    lo, hi = column_range(col)  # the data range: no null sentinel, offsets the analyses address
+    return st.integers(max(slot.min, lo), min(slot.max, hi))
 
 
 @st.composite

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
-from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, Kind, json_name
+from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, Kind, column_range, json_name
 from _trace_files import manifest, write_trace
 
 RANKS, CORES = 3, 2
@@ -30,8 +30,7 @@ def _value(kind: Kind, col: str):
         return st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
     if col in RANK_FIELDS:
         return st.integers(0, RANKS - 1)
-    bits = spec.type.bit_width
-    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    lo, hi = column_range(col)  # the data range: no null sentinel, offsets the analyses address
     return st.one_of(st.integers(lo, hi), st.sampled_from([lo, hi, 0, -1]), st.integers(-5, 100))
 
 
@@ -60,8 +59,8 @@ def streams(draw):
             next_seq[(rank, core)] = draw(st.integers(-(2**62), 2**62))
         seq = next_seq[(rank, core)]
         next_seq[(rank, core)] = seq + draw(st.integers(1, 2**20))
-        ev = {"rank": rank, "core": core, "seq": seq, "ts": draw(st.integers(-(2**63), 2**63 - 1)),
-              "launch": draw(st.integers(-(2**31), 2**31 - 1)), **body}
+        ev = {"rank": rank, "core": core, "seq": seq, "ts": draw(st.integers(-(2**63) + 1, 2**63 - 1)),
+              "launch": draw(st.integers(-(2**31) + 1, 2**31 - 1)), **body}
         events.append((draw(st.integers(0, files - 1)), ev))
     gz = draw(st.lists(st.sampled_from([None, "gzip", "zstd"]), min_size=files, max_size=files))
     return files, gz, events

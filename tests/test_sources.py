@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from ingest.errors import TraceError
+
 from conftest import ROOT, run_cli
 from ingest.dataset import Dataset
 from ingest.run import ingest
@@ -58,11 +60,16 @@ def test_dataset_reingest_and_merge(tmp_path):
     assert _rows(tmp_path / "again") == _rows(tmp_path / "merged")
 
 
-def test_force_replaces_and_can_reingest_itself(tmp_path):
+def test_force_replaces_a_dataset_with_a_reingested_one_but_never_its_input(tmp_path):
     ingest([EXAMPLE], tmp_path / "ds")
     before = _rows(tmp_path / "ds")
-    rep = ingest([tmp_path / "ds"], tmp_path / "ds", force=True)
+    ingest([tmp_path / "ds"], tmp_path / "copy")
+    rep = ingest([tmp_path / "copy"], tmp_path / "ds", force=True)
     assert rep.rows_out == len(before) and _rows(tmp_path / "ds") == before
+    # Replacing an input, even with itself, is refused (issue 14: --force never deletes an input).
+    with pytest.raises(TraceError, match="would replace the input"):
+        ingest([tmp_path / "ds"], tmp_path / "ds", force=True)
+    assert _rows(tmp_path / "ds") == before
 
 
 def test_ring_dump_source(tmp_path):

@@ -1,7 +1,11 @@
 """``moetrace query DATASET "SQL"``: run SQL with the views in place.
 
-The dataset is only read: DuckDB runs in memory over its parquet files, so
-whatever the SQL creates or changes lives and dies with the connection.
+The dataset is only read: DuckDB runs in memory over its parquet files.
+``query`` is run by CI jobs on uploaded traces, so by default it is
+sandboxed: one SELECT statement, DuckDB's external access off with only the
+dataset's own event files allowed, no extension loading or installing, and the
+configuration locked so the SQL cannot lift any of it. ``--unsafe`` lifts the
+sandbox for a local user who wants COPY, ATTACH or other files.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ def register(app: typer.Typer) -> None:
         dataset: Path = typer.Argument(..., help="a moetrace dataset (see `moetrace ingest`)"),
         sql: str = typer.Argument(..., help="SQL over the views events, waits, writes, routes, last_event, ..."),
         fmt: str = typer.Option("table", "--format", help="table, csv or json"),
+        unsafe: bool = typer.Option(False, "--unsafe",
+                                    help="lift the sandbox: allow any statement (COPY, ATTACH, SET, several "
+                                         "statements) and files outside the dataset"),
     ) -> None:
         """Run a SQL query over a dataset with moetrace's views in place."""
         if fmt not in FORMATS:
@@ -31,8 +38,11 @@ def register(app: typer.Typer) -> None:
         from ingest.dataset import Dataset
         from rules.views import connect
 
-        con = connect(Dataset(dataset))
+        ds = Dataset(dataset)
+        con = connect(ds)
         try:
+            if not unsafe:
+                sql = _sandbox(con, ds, sql)
             cur = con.execute(sql)
             names = [d[0] for d in cur.description] if cur.description else []
             rows = cur.fetchall() if names else []
@@ -41,6 +51,31 @@ def register(app: typer.Typer) -> None:
         finally:
             con.close()
         typer.echo(render(names, rows, fmt), nl=False)
+
+
+def _sandbox(con, dataset, sql: str) -> str:
+    """Lock ``con`` down to reading the dataset; the one SELECT statement of ``sql``, or a usage error."""
+    import duckdb
+
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as e:
+        raise die(f"query failed: {_one_line(str(e))}") from None
+    if len(statements) != 1:
+        raise die(f"query takes exactly one SQL statement, got {len(statements)} (--unsafe allows several)")
+    kind = statements[0].type
+    if kind != duckdb.StatementType.SELECT:
+        raise die(f"query only reads: {kind.name} statements need --unsafe")
+    files = [str(p) for _, p in sorted(dataset.files.items())]
+    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    for setting in (f"SET allowed_paths = [{listed}]" if files else None,
+                    "SET enable_external_access = false",
+                    "SET autoinstall_known_extensions = false",
+                    "SET autoload_known_extensions = false",
+                    "SET lock_configuration = true"):
+        if setting:
+            con.execute(setting)
+    return statements[0].query
 
 
 def _one_line(text: str) -> str:

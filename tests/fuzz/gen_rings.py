@@ -1,0 +1,70 @@
+"""Binary ring dumps for the fuzzer: generated events encoded by ingest.ring_encode, then damaged.
+
+The encoder only writes what a device could (codes, ids, slot-sized values);
+the damage is what a dying job or a bad copy leaves: any header field or
+record slot set to an edge value, flipped bytes, a torn end, rings repeated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.manifest import Manifest
+from ingest.ring_layout import HEADER_DTYPE, HEADER_SIZE, RECORD_DTYPE, RECORD_SIZE, RECORD_SLOTS
+from ingest.rings import encode_rings
+
+from . import gen
+from _readers import ring_columns
+
+
+def _encodable(evs: list[dict], m: Manifest) -> list[dict]:
+    """The events the encoder can lay out: known names, ranks and cores of the manifest, slot-sized values."""
+    keep = []
+    for ev in evs:
+        if not all(type(v) in (int, str) for v in ev.values()):
+            continue
+        try:
+            cols = ring_columns([ev], m)
+            encode_rings(cols, m, renumber=True)
+        except (ValueError, KeyError, TypeError, OverflowError, AttributeError):
+            continue
+        keep.append(ev)
+    return keep
+
+
+def _edge(c: gen.Chooser, dtype: np.dtype) -> int:
+    if dtype.kind not in "iu":
+        return 0
+    info = np.iinfo(dtype)
+    return c.pick([int(info.min), int(info.max), 0, 1, int(info.max) // 2 + 1, int(info.min) + 1,
+                   2**31 if info.bits > 32 else int(info.max), 2**40 + 1 if info.bits > 32 else 7])
+
+
+def ring_dump(c: gen.Chooser, m: Manifest) -> bytes:
+    doc = m.to_json()
+    evs = _encodable(gen.events(c, doc, c.int(0, 10)), m)
+    if not evs:
+        evs = [{"rank": 0, "core": 0, "seq": 0, "ts": 1, "launch": 0, "kind": "fence"}]
+    cap = None if c.chance(70) else c.int(1, 4)
+    full = c.chance(20)
+    try:
+        data = bytearray(encode_rings(ring_columns(evs, m), m, capacity=cap, renumber=True, full=full))
+    except (ValueError, KeyError, TypeError, OverflowError):  # events that encode alone may not together
+        data = bytearray(encode_rings(ring_columns(evs[:1], m), m, capacity=cap, renumber=True, full=full))
+    if c.chance(10):
+        data += data[: c.int(0, len(data))]  # a second copy of (part of) the rings
+    for _ in range(c.int(0, 2) if c.chance(60) else 0):
+        where = c.pick(["header", "record", "bytes"])
+        if where == "header" and len(data) >= HEADER_SIZE:
+            h = np.frombuffer(data, HEADER_DTYPE, count=1)
+            field = c.pick([n for n in HEADER_DTYPE.names if n not in ("magic", "reserved")])
+            h[field] = np.array(_edge(c, HEADER_DTYPE[field]) if c.chance(70) else c.int(0, 9)).astype(
+                HEADER_DTYPE[field], casting="unsafe")
+        elif where == "record" and len(data) >= HEADER_SIZE + RECORD_SIZE:
+            n = (len(data) - HEADER_SIZE) // RECORD_SIZE
+            rec = np.frombuffer(data, RECORD_DTYPE, count=1, offset=HEADER_SIZE + c.int(0, n - 1) * RECORD_SIZE)
+            slot = c.pick([s.name for s in RECORD_SLOTS if s.name != "pad"])
+            rec[slot] = np.array(_edge(c, RECORD_DTYPE[slot])).astype(RECORD_DTYPE[slot], casting="unsafe")
+        else:
+            data = bytearray(gen.mutate_bytes(c, bytes(data)))
+    return bytes(data)
