@@ -1,4 +1,6 @@
-"""The accuracy matrix as tests: every protocol x applicable fault x 5 seeds x 2 routings.
+"""The accuracy matrix as tests: every protocol x applicable fault x 5 seeds x 2 routings, each
+with the full manifest and bare (lib.make_bare: only what the contract requires), and, for the
+protocols with cross-rank barriers, under both barrier layouts.
 
 Each case simulates a small run (bench/_accuracy_lib.py: shape and matching
 rules), diagnoses it in-process, and checks that every injected fault that
@@ -62,7 +64,8 @@ def _known(case: lib.Case, known: list = KNOWN) -> str | None:
 
 def _params():
     out = []
-    for case in lib.cases():
+    # Every manifest mode (full, bare) and every barrier layout: the same roots in each.
+    for case in lib.cases(modes=lib.MODES, layouts=lib.LAYOUTS):
         why = _known(case)
         marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
         out.append(pytest.param(case, id=case.id, marks=marks))
@@ -77,8 +80,8 @@ KNOWN2: list = []  # as KNOWN, for the second shape
 
 def _params2():
     out = []
-    for case in lib.cases(seeds=1, routings=("skewed",)):
-        case = lib.Case(case.protocol, case.fault, 1, case.routing)  # seed 1: the one that found MT202's order
+    for case in lib.cases(seeds=1, routings=("skewed",), modes=lib.MODES):
+        case = lib.Case(case.protocol, case.fault, 1, case.routing, case.mode)  # seed 1: found MT202's order
         why = _known(case, KNOWN2)
         marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
         out.append(pytest.param(case, id="shape2-" + case.id, marks=marks))
