@@ -48,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kernels.base import ROUTE_LAYOUTS
 from kernels.sim.machine import BARRIER_LAYOUTS
 
 SEEDS = 5
@@ -60,6 +61,7 @@ REPORTED = ("error", "warning")
 # annotation), or bare (only what docs/trace-format.md requires: see ``make_bare``).
 MODES = ("full", "bare")
 LAYOUTS = BARRIER_LAYOUTS  # every way of recording a cross-rank barrier is in the matrix
+ROUTES = ROUTE_LAYOUTS  # and every place a kernel may record its routes
 HAZARD_FAMILIES = ("missing-drain", "stale-flag", "invalid-expert-id")
 
 
@@ -71,10 +73,12 @@ class Case:
     routing: str
     mode: str = "full"  # one of MODES
     layout: str = "all"  # how cross-rank barriers are recorded: kernels.sim.machine.BARRIER_LAYOUTS
+    routes: str = "send"  # where routes are recorded: kernels.base.ROUTE_LAYOUTS
 
     @property
     def id(self) -> str:
-        tail = ("" if self.mode == "full" else f"-{self.mode}") + ("" if self.layout == "all" else f"-{self.layout}")
+        tail = ("" if self.mode == "full" else f"-{self.mode}") + ("" if self.layout == "all" else f"-{self.layout}") \
+            + ("" if self.routes == "send" else f"-routes-at-{self.routes}")
         return f"{self.protocol}-{self.fault or 'clean'}-s{self.seed}-{self.routing}{tail}"
 
 
@@ -118,43 +122,48 @@ class Result:
 
 
 def cases(protocols=None, seeds: int = SEEDS, routings=ROUTINGS, clean: bool = True,
-          modes=("full",), layouts=("all",)) -> list[Case]:
-    """Every (protocol, fault, seed, routing) in each manifest mode and barrier layout; a layout
-    other than "all" only for the protocols that record a cross-rank barrier (elsewhere it
-    changes nothing)."""
+          modes=("full",), layouts=("all",), routes=("send",)) -> list[Case]:
+    """Every (protocol, fault, seed, routing) in each manifest mode, barrier layout and route
+    layout; a barrier layout other than "all" only for the protocols that record a cross-rank
+    barrier, a route layout other than "send" only for those that record routes (elsewhere
+    neither changes the trace)."""
     import kernels
 
     out = []
+    found = recorded()
     for proto, cls in kernels.PROTOCOLS.items():
         if protocols and proto not in protocols:
             continue
-        lays = [lay for lay in layouts if lay == "all" or proto in cross_rank_protocols()]
+        lays = [lay for lay in layouts if lay == "all" or proto in found["barriers"]]
+        rts = [rt for rt in routes if rt == "send" or proto in found["routes"]]
         for fault in ((None,) if clean else ()) + tuple(cls.faults):
-            out += [Case(proto, fault, s, r, m, lay) for lay in lays for m in modes
+            out += [Case(proto, fault, s, r, m, lay, rt) for rt in rts for lay in lays for m in modes
                     for s in range(seeds) for r in routings]
     return out
 
 
-_CROSS_RANK: list = []
+_RECORDED: dict = {}
 
 
-def cross_rank_protocols() -> frozenset:
-    """The protocols whose clean run records a cross-rank barrier (scope all): found by running them."""
-    if not _CROSS_RANK:
+def recorded() -> dict:
+    """Which protocols' clean runs record a cross-rank barrier (scope all) and which record routes:
+    found by running them once, so a kernel added later joins the variants by itself."""
+    if not _RECORDED:
         import kernels
         from ingest.contract import Kind, Scope
         from rules.trace import TraceView
 
-        found = set()
+        _RECORDED.update(barriers=set(), routes=set())
         with tempfile.TemporaryDirectory(prefix="moetrace-acc-") as tmp:
             for proto in kernels.PROTOCOLS:
                 out = Path(tmp) / proto
                 kernels.simulate(proto, kernels.Params(**SHAPE), seed=0, out=out)
                 t = TraceView.open(out / json.loads((out / "truth.json").read_text())["dataset"])
                 if ((t["kind"] == Kind.BARRIER_BEGIN) & (t["scope"] == Scope.ALL)).any():
-                    found.add(proto)
-        _CROSS_RANK.append(frozenset(found))
-    return _CROSS_RANK[0]
+                    _RECORDED["barriers"].add(proto)
+                if (t["kind"] == Kind.ROUTE).any():
+                    _RECORDED["routes"].add(proto)
+    return _RECORDED
 
 
 def make_bare(dataset: Path) -> None:
@@ -213,7 +222,8 @@ def run_case(case: Case, workdir: str | Path | None = None, shape: dict | None =
 
     out = Path(workdir)
     simulate(case.protocol, Params(routing=case.routing, **(SHAPE if shape is None else shape)),
-             faults=[case.fault] if case.fault else [], seed=case.seed, out=out, barrier_layout=case.layout)
+             faults=[case.fault] if case.fault else [], seed=case.seed, out=out, barrier_layout=case.layout,
+             route_layout=case.routes)
     truth = json.loads((out / "truth.json").read_text())  # the written truth is what we score against
     if case.mode == "bare":
         make_bare(out / truth["dataset"])

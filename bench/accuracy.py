@@ -121,7 +121,7 @@ def main(argv=None) -> int:
             ap.error(f"--shape: unknown key {k!r}; expected one of {', '.join(lib.SHAPE)}")
         lib.SHAPE[k] = int(v)
     t0 = time.perf_counter()
-    todo = lib.cases(a.protocol, a.seeds, modes=tuple(a.mode or lib.MODES), layouts=lib.LAYOUTS)
+    todo = lib.cases(a.protocol, a.seeds, modes=tuple(a.mode or lib.MODES), layouts=lib.LAYOUTS, routes=lib.ROUTES)
     results = []
     for i, case in enumerate(todo):
         if sys.stderr.isatty():
@@ -131,9 +131,11 @@ def main(argv=None) -> int:
         print(file=sys.stderr)
     seconds = time.perf_counter() - t0
     # One score per manifest mode: a mode's recall must not hide behind another's.
-    variants = dict.fromkeys((c.mode, c.layout) for c in todo)
-    scores = {f"{m}, barriers recorded on {'every core' if lay == 'all' else 'core 0 + core barriers'}":
-              score([r for r in results if (r.case.mode, r.case.layout) == (m, lay)]) for m, lay in variants}
+    variants = dict.fromkeys((c.mode, c.layout, c.routes) for c in todo)
+    scores = {f"{m}, barriers recorded on {'every core' if lay == 'all' else 'core 0 + core barriers'}, "
+              f"routes recorded {'beside each send' if rt == 'send' else 'where expert ids are read'}":
+              score([r for r in results if (r.case.mode, r.case.layout, r.case.routes) == (m, lay, rt)])
+              for m, lay, rt in variants}
     if a.json:
         print(json.dumps(scores, indent=2))
     else:

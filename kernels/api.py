@@ -16,7 +16,7 @@ import numpy as np
 
 from ingest.contract import Cmp
 
-from .base import Params
+from .base import ROUTE_LAYOUTS, Params
 from .faults import FAULTS, place
 from .sim.machine import Barrier, Machine, Wait
 
@@ -115,10 +115,11 @@ class Truth:
 
 def simulate(protocol: str, params: Params | None = None, faults=(), seed: int = 0, out=None,
              at: dict | list | None = None, ring_capacity: int | None = None,
-             barrier_layout: str = "all") -> Truth:
+             barrier_layout: str = "all", route_layout: str = "send") -> Truth:
     """Run one protocol on the simulated machine; write OUT/dataset + OUT/truth.json if out is given.
 
-    ``barrier_layout`` is how cross-rank barriers are recorded (``kernels.sim.machine.BARRIER_LAYOUTS``).
+    ``barrier_layout`` is how cross-rank barriers are recorded (``kernels.sim.machine.BARRIER_LAYOUTS``),
+    ``route_layout`` where routes are (``kernels.base.ROUTE_LAYOUTS``).
     """
     t0 = time.perf_counter()
     params = params or Params()
@@ -132,6 +133,9 @@ def simulate(protocol: str, params: Params | None = None, faults=(), seed: int =
     params = cls.adjust(params, faults) if hasattr(cls, "adjust") else params
     plan = place(faults, at, params, seed, cls.faults, cls.fault_bounds(params))
     kern = cls(params, plan, seed)
+    if route_layout not in ROUTE_LAYOUTS:
+        raise ValueError(f"unknown route layout {route_layout!r}; expected one of {', '.join(ROUTE_LAYOUTS)}")
+    kern.route_layout = route_layout
     m = Machine(params.ranks, params.cores, kern.regions(), seed, ring_capacity, barrier_layout=barrier_layout)
     kern.spawn(m)
     res = m.run()

@@ -11,6 +11,11 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from ingest.contract import Kind
+
+# Where a kernel records its routes (Kernel.route_layout); both in the accuracy matrix.
+ROUTE_LAYOUTS = ("send", "read")
+
 ROUTINGS = ("uniform", "skewed", "hot")
 
 
@@ -112,6 +117,22 @@ class Kernel:
         self.seed = seed
         self.got: dict[tuple[int, int], np.ndarray] = {}  # (round, rank) -> computed rows
         self.want: dict[tuple[int, int], np.ndarray] = {}
+        # Where routes are recorded (ROUTE_LAYOUTS): beside each send ("send"), or once per pair
+        # where the kernel reads expert_ids, before any filter, with the dst_rank it computed
+        # ("read", what docs/trace-format.md asks of a user's kernel). simulate() sets it.
+        self.route_layout = "send"
+
+    def record_routes_at_read(self, m, c, ids: np.ndarray, dst: np.ndarray) -> bool:
+        """In the "read" layout, core 0 records every (token, topk) pair with its computed dst_rank
+        (in range or not) and the caller records nothing more; False in the "send" layout."""
+        if self.route_layout != "read":
+            return False
+        if c.core == 0:
+            K = self.p.topk
+            pairs = np.arange(len(ids))
+            m.emit(c, [m.info(Kind.ROUTE, len(pairs), token=pairs // K, topk=pairs % K, expert=ids,
+                              dst_rank=np.clip(dst, -2**15, 2**15 - 1))])
+        return True
 
     @classmethod
     def fault_bounds(cls, p: Params) -> dict:

@@ -104,7 +104,8 @@ class Classic(Kernel):
         flat = inp.ids[r].reshape(-1)
         dstr, local = trunc_div(flat, L)
         m.emit(c, [m.kernel(c, self.kname("dispatch"), True)])
-        if c.core == 0:  # pairs no core serves (dst out of range): dropped, as the real kernel does
+        at_read = self.record_routes_at_read(m, c, flat, dstr)
+        if c.core == 0 and not at_read:  # pairs no core serves (dst out of range): dropped, as the real kernel does
             lost = np.flatnonzero((dstr < 0) | (dstr >= P))
             if len(lost):
                 m.emit(c, [m.info(Kind.ROUTE, len(lost), token=lost // K, topk=lost % K, expert=flat[lost])])
@@ -113,7 +114,7 @@ class Classic(Kernel):
             sel = np.flatnonzero(dstr == dst)
             loc = local[sel]
             slot, counts = seg_slots(np.where(loc < 0, L, loc), L + 1)  # key L: the C++ local -1
-            if len(sel):
+            if len(sel) and not at_read:
                 m.emit(c, [m.info(Kind.ROUTE, len(sel), token=sel // K, topk=sel % K, expert=flat[sel],
                                   dst_rank=dst, slot=slot)])
             block = r * L + loc  # local -1 aliases the neighbouring segment (negative on rank 0)

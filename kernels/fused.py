@@ -144,8 +144,8 @@ class Fused(Kernel):
         P, L, K = p.ranks, p.local_experts, p.topk
         tpe, start, pairs = self.stage(m, g, r)
         count = int(m.heap.mem[SYNCBASE][r][0]) + 1
-        if c.core == 0:
-            ids = self.inputs(g).ids[r].reshape(-1)
+        ids = self.inputs(g).ids[r].reshape(-1)
+        if not self.record_routes_at_read(m, c, ids, ids // L) and c.core == 0:
             bad = np.flatnonzero(~valid_ids(ids, p.num_experts))
             if len(bad):  # nothing sends these: tokenPerExpert has no entry for them
                 m.emit(c, [m.info(Kind.ROUTE, len(bad), token=bad // K, topk=bad % K, expert=ids[bad])])

@@ -92,8 +92,9 @@ class Generation(Kernel):
         ids = inp.ids[r].reshape(-1)
         pairs = np.flatnonzero(valid_ids(ids, p.num_experts))
         dst = ids[pairs] // L
-        m.emit(c, [m.info(Kind.ROUTE, len(pairs), token=pairs // K, topk=pairs % K, expert=ids[pairs],
-                          dst_rank=dst, slot=r * B * K + pairs)])
+        if not self.record_routes_at_read(m, c, ids, ids // L):
+            m.emit(c, [m.info(Kind.ROUTE, len(pairs), token=pairs // K, topk=pairs % K, expert=ids[pairs],
+                              dst_rank=dst, slot=r * B * K + pairs)])
         slot = half * n + r * B * K + pairs
         for d in np.unique(dst):
             sel = dst == d

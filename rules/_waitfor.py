@@ -24,6 +24,7 @@ from . import _waitfor_barriers as barriers
 from ._passes import cached
 from ._waitfor_build import Builder
 from ._waitfor_producers import Verdict, classify, expected
+from .base import Confidence
 
 
 @dataclass
@@ -74,6 +75,16 @@ class Node:
     @property
     def gaps(self) -> list[str]:
         return list(dict.fromkeys(v.gap for v in self.verdicts if v.gap))
+
+    @property
+    def confidence(self) -> Confidence:
+        """partial-trace where a gap in the trace touches the explanation; inferred where the
+        producer comes from the protocol (index, routes, history); certain otherwise."""
+        if self.gaps:
+            return Confidence.PARTIAL_TRACE
+        if any(v.via in ("index", "route", "history", "barrier") for v in self.verdicts):
+            return Confidence.INFERRED
+        return Confidence.CERTAIN
 
 
 @dataclass

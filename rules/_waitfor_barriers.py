@@ -66,7 +66,7 @@ def participants(b, n) -> list[tuple[int, int]]:
     rows, _, _ = _table(b)
     t = b.trace
     cores = np.unique(t["core"][rows[t["scope"][rows] == n.scope]]).tolist()
-    return [(r, int(c)) for r in range(b.P) for c in cores]
+    return [(r, int(c)) for r in range(b.ranks) for c in cores]
 
 
 def explain(b, n) -> None:

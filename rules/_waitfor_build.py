@@ -37,11 +37,11 @@ class Builder:
         # Every waited region, not only the stuck ones: a stale earlier wait can explain a hang.
         waited = np.unique(t["region"][t["kind"] == Kind.WAIT_BEGIN]) if len(rows) else rows
         self.tables = Tables(t, {int(r) for r in waited if r >= 0})
-        self.P = m.ranks
-        self.K = int(m.param("topk", 0) or 0)
-        self.B = int(m.param("tokens", 0) or 0)
-        self.El = int(m.param("local_experts", 0) or 0)
-        self.NE = m.num_experts
+        self.ranks = m.ranks
+        self.topk = int(m.param("topk", 0) or 0)
+        self.tokens = int(m.param("tokens", 0) or 0)
+        self.local_experts = int(m.param("local_experts", 0) or 0)
+        self.num_experts = m.num_experts
         s = m.param("expert_sentinel")
         self.sentinel = None if s is None else int(s)
         self.expert = t["expert"]
@@ -66,12 +66,12 @@ class Builder:
     @property
     def outside(self) -> str:
         """How an invalid id is out of range, for messages."""
-        return "negative (num_experts unknown)" if self.NE is None else f"outside [0, {self.NE})"
+        return "negative (num_experts unknown)" if self.num_experts is None else f"outside [0, {self.num_experts})"
 
     def expert_valid(self, e):
-        if self.NE is None:  # no numbering known: only a negative id is certainly invalid
+        if self.num_experts is None:  # no numbering known: only a negative id is certainly invalid
             return e >= 0
-        return (e >= 0) & (e < self.NE)
+        return (e >= 0) & (e < self.num_experts)
 
     def key_of_row(self, row: int) -> tuple[int, int, int]:
         t = self.trace
@@ -325,7 +325,7 @@ def _surplus(b, same: np.ndarray, w) -> list[int]:
     owners, counts = np.unique(tb.w_owner[same], return_counts=True)
     if owner in owners.tolist() or len(owners) < 2:
         return []
-    waiting = sum(tb.waited(int(tb.skey(r, w.region, w.slot)), w.launch) for r in range(b.P))
+    waiting = sum(tb.waited(int(tb.skey(r, w.region, w.slot)), w.launch) for r in range(b.ranks))
     usual = max(1, int(counts.sum()) // max(int(waiting), len(owners) + 1))
     out = []
     for o, c in zip(owners.tolist(), counts.tolist()):

@@ -51,20 +51,20 @@ def producer_of(b, region: int, owner, slot, launch: int) -> np.ndarray:
     slot = np.asarray(slot, np.int64)
     out = np.full(slot.shape, -1, np.int64)
     index = b.trace.manifest.regions[region].index
-    P, K, B, El = b.P, b.K, b.B, b.El
+    ranks, topk, tokens, experts = b.ranks, b.topk, b.tokens, b.local_experts
     if index == "rank":
-        out = np.where(slot < P, slot, -1)
+        out = np.where(slot < ranks, slot, -1)
     elif index == "segment":
-        out = slot % P
-    elif index == "dispatch" and B and K and El:
-        out = (slot // (B * K)) // El
-    elif index == "token_topk" and K and El:
-        rows = b.tables.route_rows(owner, launch, slot // K, slot % K)
+        out = slot % ranks
+    elif index == "dispatch" and tokens and topk and experts:
+        out = (slot // (tokens * topk)) // experts
+    elif index == "token_topk" and topk and experts:
+        rows = b.tables.route_rows(owner, launch, slot // topk, slot % topk)
         has = rows >= 0
         e = b.expert[np.where(has, rows, 0)].astype(np.int64)
         dst = b.dst_rank[np.where(has, rows, 0)].astype(np.int64)
         valid = b.expert_valid(e)
-        own = np.where((dst >= 0) & (dst < P), dst, e // El)
+        own = np.where((dst >= 0) & (dst < ranks), dst, e // experts)
         out = np.where(has, np.where(valid, own, -2), -1)
     return out
 
@@ -73,8 +73,8 @@ def expected(b, w) -> tuple[list[tuple[int, str, str]], list[Verdict]]:
     """(rank, via, why) of each expected producer, plus verdicts that need no producer."""
     region = b.trace.manifest.regions[w.region]
     hist = b.history_writers(w)
-    if region.index == "token_topk" and b.K and b.El:
-        token, topk = divmod(w.slot, b.K)
+    if region.index == "token_topk" and b.topk and b.local_experts:
+        token, topk = divmod(w.slot, b.topk)
         r = b.tables.route(w.rank, w.launch, token, topk)
         if r < 0:
             if hist:
@@ -96,7 +96,7 @@ def expected(b, w) -> tuple[list[tuple[int, str, str]], list[Verdict]]:
                                 causes=(("MT501", key),), rows=(("dropped route", r),))]
         p = int(producer_of(b, w.region, w.rank, w.slot, w.launch))
         return [(p, "route", f"owns expert {e} of route token {token} topk {topk}")], []
-    if region.index is not None and b.P:
+    if region.index is not None and b.ranks:
         p = int(producer_of(b, w.region, w.rank, w.slot, w.launch))
         if p >= 0:
             return [(p, "index", f"writes {region.name}[{w.slot}] by its {region.index} index")], []

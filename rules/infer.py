@@ -37,13 +37,7 @@ import numpy as np
 from ingest.contract import Cmp, Kind, Op
 from ingest.manifest import Manifest, Region
 
-# A mapping that names the writer of at least this share of the writes seen
-# fits: a kernel bug that misdirects a few writes must not hide the mapping
-# the rest of the kernel follows (that write is what MT105 then reports).
-FIT_SHARE = 0.75
-# The index candidates, the most specific first (each needs more parameters).
-_CANDIDATES = ("token_topk", "dispatch", "segment", "rank")
-
+from ._infer_slots import CANDIDATES, FIT_SHARE, bounds_experts_per_rank, fit, set_experts
 
 @dataclass(frozen=True)
 class Inference:
@@ -136,18 +130,6 @@ def _route_params(cols: _Columns, m: Manifest, params: dict, notes: dict) -> Non
             notes[(-1, name)] = f"{params[name]}, the largest route {col} index plus one"
 
 
-def _bounds_el(expert: np.ndarray, writer: np.ndarray) -> tuple[int, int]:
-    """Experts per rank E such that expert // E == writer for every pair: the range [lo, hi]."""
-    ok = (expert >= 0) & (writer >= 0)
-    e, w = expert[ok], writer[ok]
-    if not len(e):
-        return 1, 2**31
-    lo = int((e // (w + 1)).max()) + 1
-    upper = e[w > 0] // w[w > 0]
-    hi = int(upper.min()) if len(upper) else 2**31
-    return lo, hi
-
-
 def _experts_from_counts(cols: _Columns, m: Manifest, params: dict, notes: dict) -> None:
     """Where no mapping fixed local_experts: counts and delivers name every local expert."""
     if "local_experts" in params or "num_experts" in params:
@@ -160,20 +142,12 @@ def _experts_from_counts(cols: _Columns, m: Manifest, params: dict, notes: dict)
     dst = t["dst_rank"][routes].astype(np.int64)
     e = t["expert"][routes].astype(np.int64)
     seen = (dst >= 0) & (dst < m.ranks)
-    lo, hi = _bounds_el(e[seen], dst[seen])
+    lo, hi = bounds_experts_per_rank(e[seen], dst[seen])
     if len(le):
         lo = max(lo, int(le.max()) + 1)
     if lo <= hi and (len(le) or seen.any()) and lo < 2**31:
-        _set_experts(params, notes, m, lo, "the local experts counts / delivers name"
+        set_experts(params, notes, m, lo, "the local experts counts / delivers name"
                      + (f" and the dst_rank of {int(seen.sum())} routes" if seen.any() else ""))
-
-
-def _set_experts(params: dict, notes: dict, m: Manifest, el: int, why: str) -> None:
-    params["local_experts"] = el
-    notes[(-1, "local_experts")] = f"{el}, from {why}"
-    if "num_experts" not in m.params:
-        params["num_experts"] = el * m.ranks
-        notes[(-1, "num_experts")] = f"{el * m.ranks} = {m.ranks} ranks x {el} local experts"
 
 
 def _region(cols: _Columns, m: Manifest, r: Region, params: dict, notes: dict) -> Region:
@@ -204,15 +178,15 @@ def _region(cols: _Columns, m: Manifest, r: Region, params: dict, notes: dict) -
     if "index" not in given or "slot_words" not in given:
         # The slot width is whatever lets a mapping name the writers: the index is inferred
         # with it, or a stated index picks it; a width no mapping confirms is not adopted.
-        names = _CANDIDATES if "index" not in given else ((r.index,) if r.index else ())
+        names = CANDIDATES if "index" not in given else ((r.index,) if r.index else ())
         stated = r.slot_words if "slot_words" in given else None
-        fit = _index(cols, m, r, names, stated, width, reset, params, notes, infer_name="index" not in given)
-        if fit:
+        found = fit(cols, m, r, names, stated, width, reset, params, notes, infer_name="index" not in given)
+        if found:
             if "index" not in given:
-                changes["index"] = fit[0]
-            if stated is None and fit[1] != r.slot_words:
-                changes["slot_words"] = fit[1]
-                notes[(r.id, "slot_words")] = f"{fit[1]}, the slot width at which {fit[0]} names the writers"
+                changes["index"] = found[0]
+            if stated is None and found[1] != r.slot_words:
+                changes["slot_words"] = found[1]
+                notes[(r.id, "slot_words")] = f"{found[1]}, the slot width at which {found[0]} names the writers"
     return dataclasses.replace(r, **changes) if changes else r
 
 
@@ -285,115 +259,3 @@ def _monotonic(cols: _Columns, t, r: Region, waits: np.ndarray) -> str | None:
             f"value ever falls: a generation counter")
 
 
-def _index(cols: _Columns, m: Manifest, r: Region, names, stated_width: int | None, divisor: int, reset,
-           params: dict, notes: dict, infer_name: bool = True) -> tuple[str, int] | None:
-    """The SLOT_INDEX mapping, and its slot width, that names the writer of (almost) every
-    producer write into the region. Each mapping is tried at the width the manifest states,
-    else at the width its slot count implies (length / slots) and at the offsets' divisor."""
-    t = cols.trace
-    sel = cols.w_region == r.id
-    if reset is not None:  # the owner putting its own word back is no producer write
-        sel &= ~((cols.w_owner == cols.w_rank) & (cols.w_value == reset))
-    idx = np.flatnonzero(sel)
-    if len(idx) < 2:
-        return None
-    owner, writer = cols.w_owner[idx], cols.w_rank[idx]
-    offset, launch = cols.w_offset[idx], cols.w_launch[idx]
-    P = m.ranks
-    K, B = params.get("topk"), params.get("tokens")
-    el = params.get("local_experts") or (params["num_experts"] // P if params.get("num_experts") else None)
-    slots = {"token_topk": B * K if B and K else None, "dispatch": P * el * B * K if B and K and el else None,
-             "segment": P * el if el else None, "rank": P}
-    fits: dict[tuple[str, int], np.ndarray] = {}
-    inferred_el: dict[tuple[str, int], int] = {}
-    # A multi-word write must fit at both ends: a 9-word put into 1-word slots spans nine writers.
-    last = offset + np.maximum(cols.w_bytes[idx] // r.elem_bytes, 1) - 1
-    hits: dict[tuple[str, int], np.ndarray] = {}
-    # Writes that fill exactly one slot: of two mappings that fit as well, the one whose slots
-    # are the kernel's writes is the simpler explanation (a 9-word put is one slot, not nine).
-    whole: dict[tuple[str, int], int] = {}
-    for name in names:
-        if stated_width is not None:
-            widths = [stated_width]
-        else:
-            natural = r.length // slots[name] if slots[name] and r.length % slots[name] == 0 else None
-            widths = [w for w in dict.fromkeys((natural, divisor, 1)) if w]
-        for width in widths:
-            per = el
-            if name == "token_topk" and per is None and K:
-                experts = _route_experts(cols, t, owner, launch, (offset // width) // K, (offset // width) % K)
-                lo, hi = _bounds_el(experts, writer)
-                if lo > hi or lo >= 2**31:
-                    continue
-                per = inferred_el[(name, width)] = lo
-            ends = [_predict(cols, t, name, P, K, B, per, owner, launch, at // width) for at in (offset, last)]
-            if ends[0] is None:
-                continue
-            fits[(name, width)] = ends[0]
-            hits[(name, width)] = (ends[0] == writer) & (ends[1] == writer)
-            whole[(name, width)] = int((offset // width == last // width).sum())
-    scores = {c: int(hit.sum()) for c, hit in hits.items()}
-    if not scores:
-        return None
-    # Ties: the slots the kernel's writes fill, then the more specific mapping, then the narrower slot.
-    best = max(scores, key=lambda c: (scores[c], whole[c], -_CANDIDATES.index(c[0]), -c[1]))
-    if scores[best] < 2 or scores[best] < FIT_SHARE * len(idx):
-        return None
-    # Another mapping that fits as well but names other writers: the trace cannot tell them apart.
-    for c, score in scores.items():
-        if c[0] != best[0] and (score, whole[c]) == (scores[best], whole[best]) \
-                and not np.array_equal(fits[c], fits[best]):
-            return None
-    if best in inferred_el:
-        _set_experts(params, notes, m, inferred_el[best],
-                     f"the ranks that wrote {r.name}'s slots for the routes' experts")
-    name, width = best
-    if infer_name:
-        notes[(r.id, "index")] = (f"{name} ({_WHAT[name]}), {width}-word slots: it names the writer of "
-                                  f"{scores[best]} of the {len(idx)} writes into {r.name}")
-    return best
-
-
-def _predict(cols, t, name: str, P: int, K, B, per, owner, launch, slot) -> np.ndarray | None:
-    """The writer each slot's mapping names (-1: none can), or None where its parameters are unknown."""
-    if name == "token_topk":
-        if not (K and per):
-            return None
-        experts = _route_experts(cols, t, owner, launch, slot // K, slot % K)
-        return np.where(experts >= 0, experts // per, -1)
-    if name == "dispatch":
-        return (slot // (B * K)) // per if K and B and per else None
-    if name == "segment":
-        return slot % P if per else None
-    return np.where(slot < P, slot, -1)
-
-
-_WHAT = {"token_topk": "slot = token*topk + k, written by the rank owning the route's expert",
-         "dispatch": "slot = (src_rank*local_experts + expert)*(tokens*topk) + i, written by src_rank",
-         "segment": "slot = local_expert*ranks + src_rank, written by src_rank",
-         "rank": "slot = the writer's rank"}
-
-
-def _route_experts(cols: _Columns, t, owner, launch, token, topk) -> np.ndarray:
-    """The expert of route (token, topk) on rank ``owner`` in ``launch``; -1 where there is none."""
-    routes = np.flatnonzero(cols.kind == Kind.ROUTE)
-    out = np.full(len(owner), -1, np.int64)
-    if not len(routes):
-        return out
-    K = int(t["topk"][routes].max()) + 1
-    T = int(t["token"][routes].max()) + 1
-    nl = int(t["launch"].max()) + 1
-
-    def key(rank, launch, tok, k):
-        return ((rank.astype(np.int64) * nl + launch.astype(np.int64)) * T + tok.astype(np.int64)) * K \
-            + k.astype(np.int64)
-
-    rk = key(t["rank"][routes], t["launch"][routes], t["token"][routes], t["topk"][routes])
-    o = np.argsort(rk, kind="stable")
-    rk = rk[o]
-    inside = (token >= 0) & (token < T) & (topk >= 0) & (topk < K)
-    q = key(owner, launch, np.where(inside, token, 0), np.where(inside, topk, 0))
-    at = np.minimum(np.searchsorted(rk, q), len(rk) - 1)
-    found = inside & (rk[at] == q)
-    out[found] = t["expert"][routes[o[at[found]]]].astype(np.int64)
-    return out

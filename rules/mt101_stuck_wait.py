@@ -5,17 +5,7 @@ from __future__ import annotations
 from ingest.contract import Cmp
 
 from ._waitfor import analyze, class_of
-from .base import Confidence, Family, Rule, Severity
-
-
-def confidence_of(node) -> Confidence:
-    """partial-trace where a gap in the trace touches the explanation; inferred where the
-    producer comes from the protocol (index, routes, history); certain otherwise."""
-    if node.gaps:
-        return Confidence.PARTIAL_TRACE
-    if any(v.via in ("index", "route", "history", "barrier") for v in node.verdicts):
-        return Confidence.INFERRED
-    return Confidence.CERTAIN
+from .base import Family, Rule, Severity
 
 
 class StuckWait(Rule):
@@ -68,7 +58,7 @@ class StuckWait(Rule):
         wf = analyze(trace)
         for n in wf.waits():
             yield self.hit(message(trace, n), rows=rows_of(n), key=n.key, caused_by=n.caused_by,
-                           confidence=confidence_of(n), extra=extra_of(trace, n))
+                           confidence=n.confidence, extra=extra_of(trace, n))
 
 
 def message(trace, n) -> str:

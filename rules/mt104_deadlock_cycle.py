@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ._waitfor import analyze
 from .base import Family, Rule, Severity
-from .mt101_stuck_wait import confidence_of
 
 
 class DeadlockCycle(Rule):
@@ -56,5 +55,5 @@ class DeadlockCycle(Rule):
             yield self.hit(f"deadlock in launch {first.launch}: {len(members)} stuck nodes wait on each "
                            f"other and nothing outside explains them: " + "; ".join(parts) + more,
                            rows=tuple(("cycle member", n.row) for n in members), key=cyc.key,
-                           confidence=confidence_of(first),
+                           confidence=first.confidence,
                            extra={"members": [[n.code, list(n.key)] for n in members]})

@@ -1,6 +1,7 @@
 """The accuracy matrix as tests: every protocol x applicable fault x 5 seeds x 2 routings, each
 with the full manifest and bare (lib.make_bare: only what the contract requires), and, for the
-protocols with cross-rank barriers, under both barrier layouts.
+protocols with cross-rank barriers, under both barrier layouts; routes recorded where the kernel
+reads expert ids (before any filter, the computed dst_rank kept) on two seeds.
 
 Each case simulates a small run (bench/_accuracy_lib.py: shape and matching
 rules), diagnoses it in-process, and checks that every injected fault that
@@ -64,8 +65,11 @@ def _known(case: lib.Case, known: list = KNOWN) -> str | None:
 
 def _params():
     out = []
-    # Every manifest mode (full, bare) and every barrier layout: the same roots in each.
-    for case in lib.cases(modes=lib.MODES, layouts=lib.LAYOUTS):
+    # Every manifest mode (full, bare) and every barrier layout: the same roots in each; routes
+    # recorded where expert ids are read on two seeds (bench/accuracy.py runs all five).
+    at_read = [c for c in lib.cases(seeds=2, modes=lib.MODES, layouts=lib.LAYOUTS, routes=lib.ROUTES)
+               if c.routes != "send"]
+    for case in lib.cases(modes=lib.MODES, layouts=lib.LAYOUTS) + at_read:
         why = _known(case)
         marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
         out.append(pytest.param(case, id=case.id, marks=marks))
