@@ -261,7 +261,7 @@ class Builder:
                         f"rows from rank {int(t['src_rank'][r])} for local expert {int(t['local_expert'][r])}", r))
         out += aliased_routes(self, p, w.launch)
         if index != "token_topk":
-            bad = self._invalid_routes()
+            bad = self.invalid_routes()
             bad = bad[(t["rank"][bad] == p) & (t["launch"][bad] == w.launch)]
             toward = bad[self.dst_rank[bad].astype(np.int64) == w.rank]
             for r in (toward if len(toward) else bad).tolist()[:8]:
@@ -270,7 +270,7 @@ class Builder:
                             f"{int(self.expert[r])}, {self.outside}", r))
         return out
 
-    def _invalid_routes(self) -> np.ndarray:
+    def invalid_routes(self) -> np.ndarray:
         """Rows of routes whose expert is out of range and not the sentinel (MT501's predicate)."""
         if not hasattr(self, "_bad_routes"):
             rr = self.tables.r_rows

@@ -71,10 +71,8 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     slot = t["offset"][bg].astype(np.int64) // tb.sw[region]
     skey = tb.skey(rank, region, slot)
     # The last launch before this one that wrote the slot: the value the wait may have seen.
-    lo = np.searchsorted(tb._k1, skey * tb.nlaunch)
-    hi = np.searchsorted(tb._k1, skey * tb.nlaunch + launch)
-    has = hi > lo
-    lw = np.where(has, tb.w_launch[tb._o1[np.maximum(hi - 1, 0)]] if len(tb._o1) else -1, -1)
+    lw = tb.last_launch_before(skey, launch)
+    has = lw >= 0
     # Flagged (region, launch) of this rank, and the flagged slots where MT202 listed every word.
     nl = tb.nlaunch
     whole, slots = [], []
@@ -113,7 +111,7 @@ def aliased_routes(b, p: int, launch: int, limit: int = 8, owner: int | None = N
     so every such invalid route of the launch is a candidate (the text says so).
     """
     t = b.trace
-    bad = b._invalid_routes()
+    bad = b.invalid_routes()
     dst = b.dst_rank[bad].astype(np.int64)
     bad = bad[((dst == p) | (dst == t.null("dst_rank"))) & (t["launch"][bad] == launch)]
     def sent(r: int) -> str:

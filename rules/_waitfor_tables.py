@@ -96,6 +96,15 @@ class Tables:
         lo, hi = np.searchsorted(self._k1, [int(skey) * self.nlaunch, int(skey) * self.nlaunch + int(before)])
         return self._o1[lo:hi]
 
+    def last_launch_before(self, skeys: np.ndarray, launch: int) -> np.ndarray:
+        """Per slot key: the last launch before ``launch`` that wrote it, -1 where none did."""
+        skeys = np.asarray(skeys, np.int64)
+        lo = np.searchsorted(self._k1, skeys * self.nlaunch)
+        hi = np.searchsorted(self._k1, skeys * self.nlaunch + int(launch))
+        if not len(self._o1):
+            return np.full(len(skeys), -1, np.int64)
+        return np.where(hi > lo, self.w_launch[self._o1[np.maximum(hi - 1, 0)]], -1)
+
     def writes_by(self, rank: int, region: int, launch: int) -> np.ndarray:
         k = (int(rank) * len(self.sw) + int(region)) * self.nlaunch + int(launch)
         lo, hi = np.searchsorted(self._k2, [k, k + 1])

@@ -23,7 +23,7 @@ from ._words_packed import build_packed
 from ._words_table import NULL64, OP_ADD, Words
 
 
-def _expand(first_key, count):
+def expand(first_key, count):
     """Keys first_key[i] .. first_key[i]+count[i]-1 and the source index of each."""
     count = np.maximum(count, 0)
     src = np.repeat(np.arange(len(count), dtype=np.int64), count)
@@ -114,7 +114,7 @@ def _build_lexsort(trace) -> Words:
     multi = np.isin(kind, (P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG)) & flaglike & (offset >= 0)
     r1 = np.flatnonzero(one)
     rm = np.flatnonzero(multi)
-    km, src = _expand(key[rm], np.minimum(ext[rm], room[rm]))
+    km, src = expand(key[rm], np.minimum(ext[rm], room[rm]))
     rows_m = rm[src]
     ps, sreg, kps = signal_words(trace, rt)
 
@@ -137,7 +137,7 @@ def _build_lexsort(trace) -> Words:
     _, e2b = P.wait_pairs(trace)
     nw = trace.wait_words[np.maximum(e2b[we], 0)].astype(np.int64)
     nw = np.where((e2b[we] >= 0) & (nw > 0), nw, 1)
-    wk, wsrc = _expand(key[we], nw)
+    wk, wsrc = expand(key[we], nw)
     we = we[wsrc]
     both = np.concatenate((rows, we))
     mrc = trace["rank"][both].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"][both]

@@ -230,7 +230,7 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     lo = np.searchsorted(gs_[so], gw, "left")
     hi = np.searchsorted(gs_[so], gw, "right")
     cnt = hi - lo
-    e_row, src = W._expand(lo, cnt)
+    e_row, src = W.expand(lo, cnt)
     s_row = w.row[so[e_row]]
     e_row = we[src]
     if not len(s_row):
@@ -245,15 +245,15 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     order = np.argsort(comp, kind="stable")
     comp, pk, e_sorted = comp[order], pk[order], e_row[order]
     # Per (producer core, owner core): the earliest wait end among edges from s onwards.
-    suf = np.minimum.accumulate((e_sorted + pk * n)[::-1])[::-1] - pk * n
+    earliest_end = np.minimum.accumulate((e_sorted + pk * n)[::-1])[::-1] - pk * n
     c = np.flatnonzero(ok)
-    cpk = (np.searchsorted(seg, rl[c], "right") - 1).astype(np.int64) * nseg + \
+    core_pair = (np.searchsorted(seg, rl[c], "right") - 1).astype(np.int64) * nseg + \
         (np.searchsorted(seg, rr[c], "right") - 1)
-    p = np.searchsorted(comp, cpk * n + cov[c] + 1, "left")
+    p = np.searchsorted(comp, core_pair * n + cov[c] + 1, "left")
     pv = np.minimum(p, len(comp) - 1)
     # An edge shares its launch with its wait; s after the put and e before the reset, both on
     # their cores, put it in the launch of both.
-    out[c] = (p < len(comp)) & (pk[pv] == cpk) & (suf[pv] < rr[c])
+    out[c] = (p < len(comp)) & (pk[pv] == core_pair) & (earliest_end[pv] < rr[c])
     return out
 
 
