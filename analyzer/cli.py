@@ -32,7 +32,7 @@ def _root() -> None:
 
 
 # Registration order is the order of `moetrace --help`.
-_COMMANDS = ("demo", "diagnose", "ingest", "query", "simulate", "rules")
+_COMMANDS = ("demo", "diagnose", "ingest", "query", "timeline", "simulate", "rules")
 
 for _name in _COMMANDS:
     try:
