@@ -16,7 +16,7 @@ from typing import Iterator, Sequence
 
 
 @contextmanager
-def as_dataset(inputs: str | Path | Sequence[str | Path]) -> Iterator[Path]:
+def as_dataset(inputs: str | Path | Sequence[str | Path], progress=None) -> Iterator[Path]:
     """Yield a dataset directory for ``inputs``; a temporary one (removed afterwards) for raw traces."""
     from ingest.dataset import is_dataset
     from ingest.errors import TraceError
@@ -37,7 +37,7 @@ def as_dataset(inputs: str | Path | Sequence[str | Path]) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix="moetrace-"))
     try:
         out = tmp / "dataset"
-        ingest(paths, out)
+        ingest(paths, out, progress=progress)
         yield out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
