@@ -85,17 +85,28 @@ def graph(root: "Finding", by_id: dict[str, "Finding"]) -> str:
         else:
             n = f"{len(fs)} x " if len(fs) > 1 else f"{rep.id} "
             where = f"{'rank' if len(ranks) == 1 else 'ranks'} {compress_ranks(ranks)}" if ranks else "trace"
-            title, sub, cls = f"{n}{rep.code} {rep.name}", where, rep.severity
+            title, sub, cls = f"{n}{rep.code} {rep.name}", f"{where}: {_what(rep)}", rep.severity
         tip = escape(f"{rep.id}: {rep.message}")
         out.append(f'<g class="node {cls}"><title>{tip}</title>'
                    f'<rect x="{x}" y="{y}" width="{W}" height="{H}" rx="7"/>'
                    f'<text x="{x + 10}" y="{y + 22}" class="t1">{escape(_fit(title, 30))}</text>'
-                   f'<text x="{x + 10}" y="{y + 41}" class="t2">{escape(_fit(sub, 34))}</text></g>')
+                   f'<text x="{x + 10}" y="{y + 41}" class="t2">{escape(_fit(sub, 36))}</text></g>')
     if hidden:
         out.append(f'<text x="{PAD}" y="{height - 8}" class="t2">... and {hidden} more symptoms '
                    f'(listed below)</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+def _what(f: "Finding") -> str:
+    """The symptom's class in a few words: the word it waits on, or its region."""
+    from .text import _class_of
+
+    cls = _class_of(f)
+    if isinstance(cls, tuple) and len(cls) == 4:
+        return f"{cls[1]} {cls[2]} {cls[3]}"
+    loc = f.location
+    return loc.region or loc.place()
 
 
 def _fit(text: str, n: int) -> str:

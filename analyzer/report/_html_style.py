@@ -47,6 +47,8 @@ td.cell { display:table-cell; min-width:30px; padding:1px 3px; }
 .cell.over { background:#fb8c00; color:#fff; } .cell.none { background:#eef0f3; }
 table.strip th, table.grid th { font-weight:500; color:var(--muted); font-size:11px; padding:0 6px; text-align:right; }
 table.grid.dense td.cell { min-width:9px; height:9px; padding:0; }
+.panels { display:flex; flex-wrap:wrap; gap:0 32px; margin:0 28px; }
+.panels > section { flex:1 1 440px; min-width:0; margin:18px 0; }
 .heat { display:inline-block; vertical-align:top; margin:0 24px 12px 0; }
 ul.stuck { margin:8px 0; padding-left:18px; font-size:13px; }
 details.finding { background:var(--card); border:1px solid var(--line); border-radius:6px; margin:6px 0;

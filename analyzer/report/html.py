@@ -57,8 +57,7 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
     for f in roots:
         body.append(_root(f, by_id))
     body.append("</section>")
-    body.append(_stops(facts))
-    body.append(_heatmaps(facts))
+    body.append(f'<div class="panels">{_stops(facts)}{_heatmaps(facts)}</div>')
     body.append(f'<section id="findings"><h2>All findings ({len(report.findings)})</h2>')
     for f in report.findings[:MAX_FINDINGS]:
         body.append(_finding(f))
@@ -160,7 +159,8 @@ def _stops(facts: Facts | None) -> str:
                'stuck in a wait <span class="cell barrier"></span> stuck in a barrier '
                '<span class="cell other"></span> stopped elsewhere <span class="cell missing"></span> no events</p>')
     by_place = {(s.rank, s.core): s for s in facts.stops}
-    out.append('<table class="strip">')
+    out.append('<table class="strip"><thead><tr><th>core</th>'
+               + "".join(f"<th>{c}</th>" for c in range(facts.cores)) + "</tr></thead>")
     for r in range(facts.ranks):
         cells = []
         for c in range(facts.cores):
