@@ -6,14 +6,24 @@ whatever the SQL creates or changes lives and dies with the connection.
 
 from __future__ import annotations
 
+import io
 import math
+import os
+import shutil
+import stat
+import sys
+import tempfile
 from pathlib import Path
+from typing import Optional
 
 import typer
 
 from ._common import die
 
-FORMATS = ("table", "csv", "json")
+FORMATS = ("table", "csv", "json", "parquet")
+# The formats DuckDB writes itself (COPY ... TO), streaming: rows never pass through Python.
+COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json, ARRAY true", "parquet": "FORMAT parquet"}
+# DuckDB would write a tmp_ sibling and rename it: impossible on stdout; -o is renamed into place here.
 
 
 def register(app: typer.Typer) -> None:
@@ -21,7 +31,9 @@ def register(app: typer.Typer) -> None:
     def query_cmd(
         dataset: Path = typer.Argument(..., help="a moetrace dataset (see `moetrace ingest`)"),
         sql: str = typer.Argument(..., help="SQL over the views events, waits, writes, routes, last_event, ..."),
-        fmt: str = typer.Option("table", "--format", help="table, csv or json"),
+        fmt: str = typer.Option("table", "--format", help="table, csv, json or parquet"),
+        output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                              help="Write the result here (default: stdout)."),
     ) -> None:
         """Run a SQL query over a dataset with moetrace's views in place."""
         if fmt not in FORMATS:
@@ -32,15 +44,133 @@ def register(app: typer.Typer) -> None:
         from rules.views import connect
 
         con = connect(Dataset(dataset))
+        if fmt in COPY_OPTIONS:
+            try:
+                statements = con.extract_statements(sql)
+            except duckdb.Error as e:
+                con.close()
+                raise die(f"query failed: {_one_line(str(e))}") from None
+            if statements and statements[-1].type == duckdb.StatementType.SELECT:
+                try:
+                    for st in statements[:-1]:
+                        con.execute(st)
+                    _copy(con, statements[-1].query, fmt, output)
+                except duckdb.Error as e:
+                    raise die(f"query failed: {_one_line(str(e))}") from None
+                finally:
+                    con.close()
+                return
         try:
             cur = con.execute(sql)
             names = [d[0] for d in cur.description] if cur.description else []
-            rows = cur.fetchall() if names else []
+            if fmt == "parquet":  # not a SELECT (PRAGMA, SHOW, ...): DuckDB's arrow, written by pyarrow
+                table = cur.to_arrow_table() if names else None
+                rows = []
+            else:
+                rows = cur.fetchall() if names else []
         except duckdb.Error as e:
             raise die(f"query failed: {_one_line(str(e))}") from None
         finally:
             con.close()
-        typer.echo(render(names, rows, fmt), nl=False)
+        if fmt == "parquet":
+            _parquet(table, output)
+        elif output is not None:
+            _atomic(output, lambda tmp: Path(tmp).write_text(render(names, rows, fmt)))
+        else:
+            typer.echo(render(names, rows, fmt), nl=False)
+
+
+def _copy(con, query: str, fmt: str, output: Path | None) -> None:
+    """DuckDB's own writer streams the result: to ``output`` (atomically), else to stdout."""
+    body = _without_final_semicolon(query)
+    copy = lambda target: con.execute(  # noqa: E731  (newlines: a trailing -- comment must not eat the paren)
+        f"COPY (\n{body}\n) TO '{str(target).replace(chr(39), chr(39) * 2)}' ({COPY_OPTIONS[fmt]}, USE_TMP_FILE false)")
+    if output is not None:
+        _atomic(output, copy)
+        return
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        fd = None
+    if fd is not None and not stat.S_ISREG(os.fstat(fd).st_mode):
+        sys.stdout.flush()
+        copy(f"/dev/fd/{fd}")  # a pipe or terminal: DuckDB writes straight into it
+        return
+    # A regular file (reopening it would truncate it, or lose an append's offset) or no file at all
+    # (an in-process caller's buffer): let DuckDB write a file and pass its bytes on.
+    with tempfile.TemporaryDirectory(prefix="moetrace-query-") as tmp:
+        path = Path(tmp) / f"out.{fmt}"
+        copy(path)
+        _pass_on(path, fmt)
+
+
+def _without_final_semicolon(sql: str) -> str:
+    """The statement without its terminating ';' (kept comments after it end at the newline COPY adds)."""
+    last, i, n = -1, 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in "'\"":  # a string or quoted name: '' / "" inside are doubled quotes, skipped alike
+            j = sql.find(c, i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        if sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+            continue
+        if sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            continue
+        if c == ";":
+            last = i
+        elif not c.isspace():
+            last = -1  # code after a ';': it was not the end
+        i += 1
+    return sql if last < 0 else sql[:last] + " " + sql[last + 1:]
+
+
+def _pass_on(path: Path, fmt: str) -> None:
+    sink = getattr(sys.stdout, "buffer", None)
+    with open(path, "rb") as fh:
+        if sink is not None:
+            shutil.copyfileobj(fh, sink, 1 << 20)
+            sink.flush()
+        elif fmt == "parquet":
+            raise die("--format parquet is binary: give -o FILE, or a pipe or file as stdout")
+        else:
+            while chunk := fh.read(1 << 20):
+                sys.stdout.write(chunk.decode())
+        sys.stdout.flush()
+
+
+def _parquet(table, output: Path | None) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = table if table is not None else pa.table({})
+    if output is not None:
+        _atomic(output, lambda tmp: pq.write_table(table, tmp))
+        return
+    with tempfile.TemporaryDirectory(prefix="moetrace-query-") as tmp:
+        path = Path(tmp) / "out.parquet"
+        pq.write_table(table, path)
+        _pass_on(path, "parquet")
+
+
+def _atomic(output: Path, write) -> None:
+    """``write(tmp)`` beside ``output``, then rename: a reader never sees half a result."""
+    output = Path(output)
+    if not output.parent.is_dir():  # say it before the query runs, in our words, not the writer's
+        raise die(f"{output}: cannot write: no such directory {output.parent}")
+    tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, output)
+    except OSError as e:
+        raise die(f"{output}: cannot write: {e.strerror or e}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 def _one_line(text: str) -> str:
