@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional, Sequence, TextIO
+from typing import Annotated, Literal, Optional, Sequence, TextIO
 
 import typer
 
-FORMATS = ("text", "json", "sarif", "junit", "html")
+from analyzer.config import FAIL_ON
+from analyzer.report import FORMATS
+
+from ._common import Command
 
 
 def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None = None,
@@ -35,7 +38,8 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
 
     err = sys.stderr
     if fmt not in FORMATS:
-        print(f"moetrace: error: --format: {fmt!r} is not one of {', '.join(FORMATS)}", file=err)
+        print(f"moetrace: error: command line: --format: {fmt!r} is not one of "
+              f"{', '.join(map(repr, FORMATS))}", file=err)
         return 2
     inputs = [Path(p) for p in inputs]
     try:
@@ -105,15 +109,15 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("diagnose")
+    @app.command("diagnose", cls=Command)
     def diagnose_cmd(
         inputs: Annotated[list[Path], typer.Argument(
             help="A dataset directory, or raw traces (JSONL directories, .mtr dumps) to ingest on the fly.",
             show_default=False, metavar="INPUT")],
-        fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text | json | sarif | junit | html")] = "text",
-        fail_on: Annotated[Optional[str], typer.Option(
-            "--fail-on", metavar="LEVEL", help="Exit 1 on findings at or above: error | warning | note | never "
-                              "(default: the config's fail-on, else error).")] = None,
+        fmt: Annotated[Literal[FORMATS], typer.Option("--format", "-f", help="The report's format.")] = "text",
+        fail_on: Annotated[Optional[Literal[FAIL_ON]], typer.Option(
+            "--fail-on", help="Exit 1 on findings at or above this level (default: the config's fail-on, "
+                              "else error).")] = None,
         output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
                                                               help="Write the report here.")] = None,
         config: Annotated[Optional[Path], typer.Option(

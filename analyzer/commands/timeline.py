@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import die
+from ._common import Command, die
 
 
 def parse_ranks(text: str, nranks: int | None = None) -> list[int]:
@@ -30,7 +30,7 @@ def parse_ranks(text: str, nranks: int | None = None) -> list[int]:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("timeline")
+    @app.command("timeline", cls=Command)
     def timeline_cmd(
         inputs: Annotated[list[Path], typer.Argument(
             help="A dataset directory, or raw traces (JSONL directories, .mtr dumps) to ingest on the fly.",
