@@ -14,11 +14,11 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
-from ._common import die
+from ._common import Command, die
 
 FORMATS = ("table", "csv", "json", "parquet")
 # The formats DuckDB writes itself (COPY ... TO), streaming: rows never pass through Python.
@@ -27,17 +27,16 @@ COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json, ARRAY tr
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("query")
+    @app.command("query", cls=Command)
     def query_cmd(
-        dataset: Path = typer.Argument(..., help="a moetrace dataset (see `moetrace ingest`)"),
-        sql: str = typer.Argument(..., help="SQL over the views events, waits, writes, routes, last_event, ..."),
-        fmt: str = typer.Option("table", "--format", help="table, csv, json or parquet"),
+        dataset: Path = typer.Argument(..., metavar="DATASET", help="a moetrace dataset (see `moetrace ingest`)"),
+        sql: str = typer.Argument(..., metavar="SQL",
+                                  help="SQL over the views events, waits, writes, routes, last_event, ..."),
+        fmt: Literal[FORMATS] = typer.Option("table", "--format", help="output format"),
         output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
                                               help="Write the result here (default: stdout)."),
     ) -> None:
         """Run a SQL query over a dataset with moetrace's views in place."""
-        if fmt not in FORMATS:
-            raise die(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
         import duckdb
 
         from ingest.dataset import Dataset
