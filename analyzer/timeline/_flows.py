@@ -3,10 +3,13 @@
 Release flows are found by data, never by time: a wait_end observed value v
 on its word (owner = the waiting rank, region, offset); the word table
 (``rules._words``: every write into a flag-like word, with the word's
-simulated value after it) names the write that left v there, the first in
-the word's history of that launch; where no write of the launch did, the
-last of an earlier launch (a stale value).  A wait on several words gets an
-arrow from each word's writer (a write covering several words, once).
+simulated value after it) names the write that left v there: the first of
+that launch to leave v; else the first whose value satisfies the wait's
+comparison; else the last of an earlier launch to leave v (a stale value);
+else, where the trace does not say what a write left, the word's first
+write of the launch.  Each arrow's args say which (``matched_by``).  A wait
+on several words gets an arrow from each word's writer (a write covering
+several words, once).  One numba pass does every lookup.
 Cause flows run from a root cause's first evidence event to each symptom's.
 
 A flow whose ends are on ranks placed by different clocks may point
@@ -18,14 +21,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from ingest.contract import COLUMN
+from rules._jit import kernel
+
 from ._draw import CATEGORY, Drawing
+
+NULL64 = COLUMN["value"].numpy_null  # a plain global for numba
+
+
+# How a release arrow was matched, by the code the kernel returns.
+MATCHED_BY = {1: "value", 2: "cmp", 3: "stale value", 4: "first write of the launch"}
 
 
 def release_pairs(trace, drawn: np.ndarray) -> list[tuple[int, int, dict]]:
     """(write row, wait_end row, args) for each drawn wait_end whose releasing write the data names."""
     from ingest.contract import Kind
     from rules import _passes as P
-    from rules._waitfor_producers import satisfies
     from rules._words import words
 
     kind = trace["kind"]
@@ -33,49 +44,60 @@ def release_pairs(trace, drawn: np.ndarray) -> list[tuple[int, int, dict]]:
     if not len(ends):
         return []
     _, e2b = P.wait_pairs(trace)
+    ends = ends[e2b[ends] >= 0]
+    begins = e2b[ends].astype(np.int64)
+    nw = trace["words"][begins].astype(np.int64)
+    nw = np.where(nw == trace.null("words"), 1, np.maximum(nw, 1))
+    # One lookup per (wait, word): the wait's j-th word is the key after its first.
+    wait = np.repeat(np.arange(len(ends)), nw)
+    word = np.arange(len(wait)) - np.repeat(np.cumsum(nw) - nw, nw)
+    key = trace.key[begins][wait] + word
     w = words(trace)
-    observed, launch = trace["observed"], trace["launch"]
-    nwords, cmp, target = trace["words"], trace["cmp"], trace["value"]
-    key = trace.key
-    null_words = trace.null("words")
-    out: list[tuple[int, int, dict]] = []
-    for e in ends.tolist():
-        b = int(e2b[e])
-        if b < 0:
+    launch = trace["launch"][ends][wait].astype(np.int64)
+    ck = w.ckey(key, launch)
+    here_lo, here_hi = np.searchsorted(w.ck, ck, "left"), np.searchsorted(w.ck, ck + 1, "left")
+    key_lo, _ = w.key_bounds(key)
+    at = np.full(len(wait), -1, np.int64)
+    how = np.zeros(len(wait), np.int8)
+    _match(np.asarray(key_lo, np.int64), here_lo.astype(np.int64), here_hi.astype(np.int64), w.after,
+           trace["observed"][ends][wait].astype(np.int64), trace["cmp"][begins][wait].astype(np.int64),
+           trace["value"][begins][wait].astype(np.int64), at, how)
+    ok = at >= 0
+    src = w.row[at[ok]].astype(np.int64)
+    dst, wrd, hw = ends[wait[ok]].astype(np.int64), word[ok], how[ok]
+    # A write covering several words of one wait releases it once: its first word speaks for it.
+    _, first = np.unique(np.stack((dst, src)), axis=1, return_index=True)
+    first.sort()
+    return [(int(src[i]), int(dst[i]), {"matched_by": MATCHED_BY[int(hw[i])], "word": int(wrd[i])})
+            for i in first.tolist()]
+
+
+@kernel
+def _match(key_lo, lo, hi, after, observed, cmp, target, at, how):
+    # Per lookup: the first write of the launch leaving the observed value (1); else the first
+    # satisfying the wait's cmp (2); else the last earlier-launch write leaving it (3); else the
+    # launch's first write (4). after == NULL64: the value a write left is unknown.
+    for i in range(len(lo)):
+        for e in range(lo[i], hi[i]):
+            if after[e] == observed[i]:
+                at[i], how[i] = e, 1
+                break
+        if at[i] >= 0:
             continue
-        n = 1 if int(nwords[b]) == null_words else max(1, int(nwords[b]))
-        seen: set[int] = set()
-        for j in range(n):
-            found = _writer(w, int(key[b]) + j, int(launch[e]), int(observed[e]), int(cmp[b]), int(target[b]),
-                            satisfies)
-            if found is not None and found[0] not in seen:
-                seen.add(found[0])
-                out.append((found[0], e, {"matched_by": found[1], "word": j}))
-    return out
-
-
-def _writer(w, key: int, launch: int, observed: int, cmp: int, target: int, satisfies) -> tuple[int, str] | None:
-    """The row that left the word as the wait saw it, and how it was matched."""
-    lo, hi = w.key_bounds(key)
-    lo, hi = int(lo), int(hi)
-    if lo == hi:
-        return None
-    launches = w.launch_of(np.arange(lo, hi))
-    after = w.after[lo:hi]
-    here = np.flatnonzero(launches == launch)
-    exact = here[after[here] == observed]
-    if len(exact):
-        return int(w.row[lo + exact[0]]), "value"
-    # The observed value is the first word's; the other words of a multi-word wait only satisfy cmp.
-    ok = [i for i in here.tolist() if satisfies(cmp, int(after[i]), target)]
-    if ok:
-        return int(w.row[lo + ok[0]]), "cmp"
-    before = np.flatnonzero((launches < launch) & (after == observed))
-    if len(before):
-        return int(w.row[lo + before[-1]]), "stale value"
-    # The value the write left is unknown (a put whose value field is not every word's): the
-    # word's first write of the launch, which the table orders before the waiter's own reset.
-    return (int(w.row[lo + here[0]]), "first write of the launch") if len(here) else None
+        for e in range(lo[i], hi[i]):
+            a, t, c = after[e], target[i], cmp[i]
+            if a != NULL64 and ((c == 0 and a == t) or (c == 1 and a != t) or (c == 2 and a > t)
+                                or (c == 3 and a >= t) or (c == 4 and a < t) or (c == 5 and a <= t)):
+                at[i], how[i] = e, 2
+                break
+        if at[i] >= 0:
+            continue
+        for e in range(lo[i] - 1, key_lo[i] - 1, -1):
+            if after[e] == observed[i]:
+                at[i], how[i] = e, 3
+                break
+        if at[i] < 0 and hi[i] > lo[i]:
+            at[i], how[i] = lo[i], 4
 
 
 def row_of(trace) -> "callable":
