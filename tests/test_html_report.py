@@ -61,10 +61,10 @@ def test_core_strip_says_where_each_core_stopped(page):
 
 
 def _counts_trace(d: Path) -> Path:
-    """Rank 0 announces 5 rows to rank 1 and 2 to itself; rank 1 takes 3 of the 5 (launch 0)."""
+    """Rank 0 announces 5 rows to rank 1 and 2 to itself; rank 1 takes 3 of the 5; rank 0 reads 3 for its 2."""
     a, b = Core(0, 0), Core(1, 0)
     ev = [a("count", peer=1, local_expert=0, value=5, capacity=8), a("count", peer=0, local_expert=0, value=2),
-          a("deliver", local_expert=0, src_rank=0, requested=2, delivered=2, capacity=8),
+          a("deliver", local_expert=0, src_rank=0, requested=3, delivered=2, capacity=8),
           b("deliver", local_expert=0, src_rank=0, requested=5, delivered=3, capacity=8)]
     return write_trace(d, ev, doc=manifest(ranks=2, cores=1)).parent
 
@@ -78,6 +78,7 @@ def test_heatmap_rows_announced_vs_delivered(tmp_path, cli):
     assert "launch 0: 1 pair where delivered differs from announced" in heat
     assert 'title="rank 0 -&gt; rank 1: announced 5, delivered 3">5/3</td>' in heat
     assert 'class="cell short"' in heat and 'class="cell eq" title="rank 0 -&gt; rank 0' in heat
+    assert "rank 0 -&gt; rank 0: announced 2, delivered 2 (the receiver&#x27;s deliver says 3 requested)" in heat
     assert 'class="cell none" title="rank 1 -&gt; rank 0: announced none, delivered none"' in heat
     assert str(tmp_path / "t") in html  # the raw input, not the temporary dataset it was ingested into
 

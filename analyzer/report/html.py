@@ -227,6 +227,9 @@ def _grid(h, ranks: int) -> str:
             txt = f"{'-' if a is None else a}/{'-' if got is None else got}"
             tip = (f"rank {s} -> rank {d}: announced {'none' if a is None else a}, delivered "
                    f"{'none' if got is None else got}")
+            req = h.requested.get((s, d))
+            if req is not None and req != a:  # the receiver read another count than the sender sent
+                tip += f" (the receiver's deliver says {req} requested)"
             cells.append(f'<td class="cell {cls}" title="{escape(tip)}">{txt if numbers and cls != "none" else ""}</td>')
         rows.append(f"<tr><th>{s}</th>{''.join(cells)}</tr>")
     return (f'<table class="grid{"" if numbers else " dense"}"><thead><tr><th>src\\dst</th>{head}</tr></thead>'
