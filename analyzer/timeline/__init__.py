@@ -31,7 +31,6 @@ def build(dataset: Path, *, launch: int | None = None, ranks: Iterable[int] | No
     ``causes`` runs the diagnosis (``config`` selects its rules) for the
     root-cause arrows and marks; raises ``TraceError`` on a cut that draws nothing.
     """
-    from ingest.contract import Kind
     from ingest.dataset import Dataset
     from ingest.errors import TraceError
     from rules.trace import TraceView
