@@ -14,6 +14,7 @@ has a worked example.
 
 from __future__ import annotations
 
+import weakref
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -55,6 +56,8 @@ class Trace:
         except BaseException:
             self._stack.close()
             raise
+        # A trace dropped without close() still removes its temporary dataset (at collection or exit).
+        self._finalizer = weakref.finalize(self, self._stack.close)
         self.inputs = tuple(str(p) for p in inputs)
 
     @property
@@ -101,7 +104,7 @@ class Trace:
         return Diagnosis(replace(report, trace=replace(report.trace, inputs=self.inputs)))
 
     def close(self) -> None:
-        self._stack.close()
+        self._finalizer()
 
     def __enter__(self) -> "Trace":
         return self

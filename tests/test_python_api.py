@@ -88,6 +88,13 @@ def test_raw_inputs_are_ingested_and_cleaned_up(tmp_path):
     assert t.diagnose().report.trace.inputs == (str(raw),)
     t.close()
     assert not tmp.exists()
+    dropped = moetrace.open(raw)
+    tmp = dropped.path
+    del dropped  # never closed: the temporary dataset goes with the object
+    import gc
+
+    gc.collect()
+    assert not tmp.exists()
 
 
 def test_bad_input_raises_trace_error(tmp_path):

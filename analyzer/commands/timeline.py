@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
         o = doc["otherData"]
         typer.echo(f"timeline: {output}: {o['events']:,} events, {o['stuck']} stuck, "
                    f"{o['flows']['released']['drawn']} release arrows, {o['flows']['explains']['drawn']} cause "
-                   f"arrows; clock: {_clock_line(o['clock'])}", err=True)
+                   f"arrows; clock: {_clock_line(o['clock'])}")
 
 
 def _clock_line(clock: dict) -> str:
