@@ -65,9 +65,13 @@ class Trace:
         return self.dataset.manifest
 
     def view(self, name: str) -> "pl.LazyFrame":
-        """Any view of sql/ (events, waits, writes, routes, last_event) as a LazyFrame."""
+        """Any view of sql/ (events, waits, writes, routes, last_event) as a LazyFrame; ValueError for another name."""
         from ._frames import view_frame
 
+        views = self.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                         "AND view_name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY 1")["view_name"].to_list()
+        if name not in views:
+            raise ValueError(f"no view {name!r}; the views are {', '.join(views)}")
         return view_frame(self._con, name)
 
     def events(self) -> "pl.LazyFrame":

@@ -58,6 +58,8 @@ def test_frames_are_the_sql_views(demo):
         # A projection and a filter come back right, early stops included.
         assert t.events().filter(pl.col("kind") == "route").head(3).collect().height == 3
         assert t.waits().select("stuck").collect().columns == ["stuck"]
+        with pytest.raises(ValueError, match="no view 'nope'; the views are events, last_event, routes, waits, writes"):
+            t.view("nope")
 
 
 def test_diagnosis_dataframe_roots_and_select(demo):
