@@ -32,7 +32,7 @@ def _root() -> None:
 
 
 # Registration order is the order of `moetrace --help`.
-_COMMANDS = ("demo", "diagnose", "ingest", "query", "simulate", "rules")
+_COMMANDS = ("demo", "diagnose", "ingest", "query", "timeline", "simulate", "rules")
 
 for _name in _COMMANDS:
     try:
@@ -44,17 +44,43 @@ for _name in _COMMANDS:
     _mod.register(app)
 
 
+def usage_line(e) -> str:
+    """A usage error in one line, worded as config errors are: 'command line: --format: 'x' is not one of ...'.
+
+    No usage block: every error moetrace prints is one line (the help is one --help away).
+    """
+    where = e.ctx.command_path if getattr(e, "ctx", None) is not None else "moetrace"
+    param = getattr(e, "param", None)
+    if param is not None and getattr(e, "message", None):
+        opts = [o for o in getattr(param, "opts", []) if o.startswith("--")] or [param.human_readable_name]
+        text = e.message.replace("Value error, ", "").rstrip(".")
+        return f"command line: {opts[0]}: {' '.join(text.split())} (see '{where} --help')"
+    return f"{' '.join(e.format_message().split())} (see '{where} --help')"
+
+
 def main() -> None:
+    from typer._click import exceptions as click_errors
+
     from ingest.errors import TraceError
 
     try:
-        app()
+        code = app(standalone_mode=False)
     except TraceError as e:
         print(f"moetrace: error: {e}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except click_errors.NoArgsIsHelpError as e:  # `moetrace` or `moetrace simulate` alone: the help
+        e.show()
+        sys.exit(e.exit_code)
+    except click_errors.UsageError as e:
+        print(f"moetrace: error: {usage_line(e)}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except click_errors.ClickException as e:
+        print(f"moetrace: error: {' '.join(e.format_message().split())}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except (KeyboardInterrupt, click_errors.Abort):
         print("moetrace: interrupted", file=sys.stderr)
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -94,6 +94,9 @@ class Config:
                 if default is not None and not _same_type(default, value):
                     raise ConfigError(self.path, f"options.{code}.{name}",
                                       f"expected {type(default).__name__}, got {value!r}")
+                bad = _bad_name(default, value)
+                if bad is not None:
+                    raise ConfigError(self.path, f"options.{code}.{name}", bad)
         return [r for r in rules if self.selects(r)]
 
     def severity_for(self, rule: type["Rule"]) -> str | None:
@@ -126,6 +129,34 @@ class Config:
         if jobs is not None:
             out = replace(out, jobs=_positive(jobs, where, "--jobs"))
         return out
+
+
+def _names(value: Any) -> list | None:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+def _bad_name(default: Any, value: Any) -> str | None:
+    """An option whose default names members of one contract enum (e.g. engines) takes only that enum's names.
+
+    The rule would reject the name only once it runs, as a crash; said here it is a config error.
+    """
+    from ingest.contract import COLUMNS
+
+    given, known = _names(value), _names(default)
+    if not given or not known:
+        return None
+    enums = {c.enum for c in COLUMNS if c.enum is not None and all(k in c.enum.wires() for k in known)}
+    if len(enums) != 1:
+        return None
+    choices = [w for w in next(iter(enums)).wires() if w]
+    for v in given:
+        if v not in choices:
+            return f"{v!r} is not one of {', '.join(repr(c) for c in choices)}"
+    return None
 
 
 def _same_type(default: Any, value: Any) -> bool:
@@ -261,5 +292,5 @@ def _selectors(value: Any, path, key: str) -> tuple[str, ...]:
 
 def _level(value: Any, path, key: str, allowed: Sequence[str]) -> str:
     if not isinstance(value, str) or value not in allowed:
-        raise ConfigError(path, key, f"{value!r} is not one of {', '.join(allowed)}")
+        raise ConfigError(path, key, f"{value!r} is not one of {', '.join(map(repr, allowed))}")
     return value

@@ -120,18 +120,39 @@ class FaultPlan:
         return bool(self.faults)
 
 
+# A placement key and the Params field that bounds it: key=v places a fault at v in [0, bound).
+PLACEMENT = {"rank": "ranks", "core": "cores", "round": "rounds", "token": "tokens", "topk": "topk",
+             "local_expert": "local_experts"}
+
+
 def parse_at(text: str | None) -> dict:
-    """``rank=3,core=1,round=0`` -> {"rank": 3, "core": 1, "round": 0}."""
+    """``rank=3,core=1,round=0`` -> {"rank": 3, "core": 1, "round": 0}; ValueError naming a bad item."""
     out: dict = {}
     for item in (text or "").split(","):
         item = item.strip()
         if not item:
             continue
         k, sep, v = item.partition("=")
+        k = k.strip()
         if not sep:
             raise ValueError(f"bad --at item {item!r}: expected key=value")
-        out[k.strip()] = int(v)
+        if k not in PLACEMENT:
+            raise ValueError(f"bad --at item {item!r}: {k!r} is not one of {', '.join(map(repr, PLACEMENT))}")
+        try:
+            out[k] = int(v)
+        except ValueError:
+            raise ValueError(f"bad --at item {item!r}: {v.strip()!r} is not an integer") from None
     return out
+
+
+def check_at(at: dict, params, faults=()) -> None:
+    """ValueError when a placement lies outside the simulated machine (rank=99 on 4 ranks)."""
+    rounds = max([FAULTS[f].min_rounds for f in faults if f in FAULTS] + [params.rounds])
+    for k, v in at.items():
+        bound = rounds if k == "round" else getattr(params, PLACEMENT[k])
+        if not 0 <= v < bound:
+            raise ValueError(f"bad --at item '{k}={v}': {k} must lie in [0, {bound}) "
+                             f"(--{PLACEMENT[k].replace('_', '-')} {bound})")
 
 
 def place(names: list[str], at: dict | list[dict] | None, params, seed: int, allowed,

@@ -12,6 +12,7 @@ ALLOWED = {
     "kernels": {"ingest"},
     "rules": {"ingest"},
     "analyzer": {"ingest", "rules", "kernels"},
+    "moetrace": {"ingest", "rules", "kernels", "analyzer"},  # the Python API, above everything
 }
 OURS = set(ALLOWED)
 

@@ -54,3 +54,39 @@ def progress(label: str, total: int | None = None, enabled: bool = True) -> Iter
         yield p
     finally:
         p.close()
+
+
+from typer.core import TyperArgument, TyperCommand, TyperOption  # noqa: E402  (typer is loaded already)
+
+
+class Command(TyperCommand):
+    """A command whose help reads as people write it: ``INPUT...``, ``--seed SEED``, ``--format text|json``.
+
+    typer labels every parameter with its Python type (``INPUT <list[Path]>``,
+    ``{INPUT}...``, ``--ranks <int range>``); those labels are replaced here
+    by the parameter's name, or its choices.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for p in self.params:
+            if isinstance(p, TyperArgument):
+                many = p.nargs != 1
+                name = p.display_name_raw.removesuffix("...").upper() + ("..." if many else "")
+                usage = name if p.required else f"[{name}]"
+                p.display_type_rich = lambda ctx: None
+                p._rich_display_name = lambda name=name: name
+                p._usage_display_name = lambda usage=usage: usage
+            elif isinstance(p, TyperOption) and p.metavar is None and not p.is_flag:
+                label = _choices(p) or p.name.upper()
+                p.display_type_rich = lambda ctx, label=label: label
+
+
+def _choices(p) -> str | None:
+    try:
+        desc = p.type_descriptor
+    except AttributeError:
+        return None
+    if not getattr(desc, "is_choice", False):
+        return None
+    return "|".join(str(getattr(c, "value", c)) for c in desc.choices or ())

@@ -19,14 +19,17 @@ from typing import Optional
 
 import typer
 
+from ._common import Command
+
 DEMO_AT = {"rank": 3, "round": 0, "token": 5, "topk": 1}
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("demo")
+    @app.command("demo", cls=Command)
     def demo(
-        out: Optional[Path] = typer.Option(None, "-o", "--out", help="output directory (default: a temp dir)"),
-        seed: int = typer.Option(1, "--seed"),
+        out: Optional[Path] = typer.Option(None, "-o", "--out", metavar="DIR",
+                                             help="output directory (default: a temp dir)"),
+        seed: int = typer.Option(1, "--seed", metavar="N"),
     ) -> None:
         """Simulate classic dispatch/combine on 8 ranks with one invalid expert id and diagnose the hang."""
         import tempfile

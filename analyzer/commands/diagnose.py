@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional, Sequence, TextIO
+from typing import Annotated, Literal, Optional, Sequence, TextIO
 
 import typer
 
-FORMATS = ("text", "json", "sarif", "junit")
+from analyzer.config import FAIL_ON
+from analyzer.report import FORMATS
+
+from ._common import Command
 
 
 def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None = None,
@@ -35,7 +38,8 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
 
     err = sys.stderr
     if fmt not in FORMATS:
-        print(f"moetrace: error: --format: {fmt!r} is not one of {', '.join(FORMATS)}", file=err)
+        print(f"moetrace: error: command line: --format: {fmt!r} is not one of "
+              f"{', '.join(map(repr, FORMATS))}", file=err)
         return 2
     inputs = [Path(p) for p in inputs]
     try:
@@ -44,7 +48,11 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
                                        jobs=jobs)
         with progress_line("ingest", enabled=progress) as bar:
             # Count events read; the write phase is quick next to reading and the rules.
-            report = diagnose(inputs, config, progress=lambda phase, n: bar(n) if phase == "read" else None)
+            count = lambda phase, n: bar(n) if phase == "read" else None  # noqa: E731
+            if fmt == "html":
+                report, extra = _with_facts(inputs, config, count)
+            else:
+                report, extra = diagnose(inputs, config, progress=count), {}
     except (TraceError, ConfigError) as e:
         print(f"moetrace: error: {e}", file=err)
         return 2
@@ -53,7 +61,7 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
         return 2
     sink = out if out is not None else sys.stdout
     color = (fmt == "text" and output is None and _isatty(sink) and "NO_COLOR" not in os.environ)
-    text = render(report, fmt, fail_on=config.fail_on, color=color)
+    text = render(report, fmt, fail_on=config.fail_on, color=color, **extra)
     if output is not None:
         try:
             _write_atomic(Path(output), text)
@@ -64,6 +72,22 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
         sink.write(text)
         sink.flush()
     return report.exit_code(config.fail_on)
+
+
+def _with_facts(inputs: Sequence[Path], config, progress):
+    """The report and what the HTML page reads from the trace (the heatmap, where cores stopped)."""
+    from dataclasses import replace
+
+    from analyzer.engine import diagnose
+    from analyzer.inputs import as_dataset
+    from analyzer.report._html_facts import gather
+
+    with as_dataset(inputs, progress=progress) as ds:
+        report = diagnose([ds], config)
+        facts = gather(ds)
+    # The report names what the user gave, not the temporary dataset raw inputs were ingested into.
+    report = replace(report, trace=replace(report.trace, inputs=tuple(str(p) for p in inputs)))
+    return report, {"facts": facts}
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -85,15 +109,15 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("diagnose")
+    @app.command("diagnose", cls=Command)
     def diagnose_cmd(
         inputs: Annotated[list[Path], typer.Argument(
             help="A dataset directory, or raw traces (JSONL directories, .mtr dumps) to ingest on the fly.",
             show_default=False, metavar="INPUT")],
-        fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text | json | sarif | junit")] = "text",
-        fail_on: Annotated[Optional[str], typer.Option(
-            "--fail-on", metavar="LEVEL", help="Exit 1 on findings at or above: error | warning | note | never "
-                              "(default: the config's fail-on, else error).")] = None,
+        fmt: Annotated[Literal[FORMATS], typer.Option("--format", "-f", help="The report's format.")] = "text",
+        fail_on: Annotated[Optional[Literal[FAIL_ON]], typer.Option(
+            "--fail-on", help="Exit 1 on findings at or above this level (default: the config's fail-on, "
+                              "else error).")] = None,
         output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
                                                               help="Write the report here.")] = None,
         config: Annotated[Optional[Path], typer.Option(

@@ -3,27 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List
+from typing import List, Literal
 
 import typer
 
-from ._common import die
+from ._common import Command
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("ingest")
+    @app.command("ingest", cls=Command)
     def ingest_cmd(
         inputs: List[Path] = typer.Argument(..., metavar="INPUT...",
                                             help="trace directories, .jsonl[.gz|.zst] files, .mtr ring dumps "
                                                  "or moetrace datasets"),
-        out: Path = typer.Option(..., "-o", "--out", help="dataset directory to write"),
+        out: Path = typer.Option(..., "-o", "--out", metavar="DATASET", help="dataset directory to write"),
         force: bool = typer.Option(False, "--force", help="replace DATASET if it exists"),
         no_progress: bool = typer.Option(False, "--no-progress", help="no progress line on stderr"),
-        fmt: str = typer.Option("text", "--format", help="report format: text or json"),
+        fmt: Literal["text", "json"] = typer.Option("text", "--format", help="report format"),
     ) -> None:
         """Validate a trace (manifest + events) and write it as a moetrace dataset."""
-        if fmt not in ("text", "json"):
-            raise die(f"--format must be text or json, got {fmt!r}")
         import json
 
         from ingest.run import ingest

@@ -10,29 +10,40 @@ sandbox for a local user who wants COPY, ATTACH or other files.
 
 from __future__ import annotations
 
+import io
 import math
+import os
+import shutil
+import stat
+import sys
+import tempfile
 from pathlib import Path
+from typing import Literal, Optional
 
 import typer
 
-from ._common import die
+from ._common import Command, die
 
-FORMATS = ("table", "csv", "json")
+FORMATS = ("table", "csv", "json", "parquet")
+# The formats DuckDB writes itself (COPY ... TO), streaming: rows never pass through Python.
+COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json, ARRAY true", "parquet": "FORMAT parquet"}
+# DuckDB would write a tmp_ sibling and rename it: impossible on stdout; -o is renamed into place here.
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("query")
+    @app.command("query", cls=Command)
     def query_cmd(
-        dataset: Path = typer.Argument(..., help="a moetrace dataset (see `moetrace ingest`)"),
-        sql: str = typer.Argument(..., help="SQL over the views events, waits, writes, routes, last_event, ..."),
-        fmt: str = typer.Option("table", "--format", help="table, csv or json"),
+        dataset: Path = typer.Argument(..., metavar="DATASET", help="a moetrace dataset (see `moetrace ingest`)"),
+        sql: str = typer.Argument(..., metavar="SQL",
+                                  help="SQL over the views events, waits, writes, routes, last_event, ..."),
+        fmt: Literal[FORMATS] = typer.Option("table", "--format", help="output format"),
+        output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                              help="Write the result here (default: stdout)."),
         unsafe: bool = typer.Option(False, "--unsafe",
                                     help="lift the sandbox: allow any statement (COPY, ATTACH, SET, several "
                                          "statements) and files outside the dataset"),
     ) -> None:
         """Run a SQL query over a dataset with moetrace's views in place."""
-        if fmt not in FORMATS:
-            raise die(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
         import duckdb
 
         from ingest.dataset import Dataset
@@ -40,17 +51,147 @@ def register(app: typer.Typer) -> None:
 
         ds = Dataset(dataset)
         con = connect(ds)
+        if fmt in COPY_OPTIONS:
+            try:
+                statements = con.extract_statements(sql)
+            except duckdb.Error as e:
+                con.close()
+                raise die(f"query failed: {_one_line(str(e))}") from None
+            if statements and statements[-1].type == duckdb.StatementType.SELECT \
+                    and (unsafe or len(statements) == 1):
+                # Sandboxed, the one SELECT streams out through COPY with writes allowed to its
+                # target alone (the configuration is locked before the COPY runs).
+                lock = None if unsafe else (lambda target: _lock(con, ds, writable=(target,)))
+                try:
+                    for st in statements[:-1]:
+                        con.execute(st)
+                    _copy(con, statements[-1].query, fmt, output, lock)
+                except duckdb.Error as e:
+                    raise die(f"query failed: {_one_line(str(e))}") from None
+                finally:
+                    con.close()
+                return
         try:
             if not unsafe:
                 sql = _sandbox(con, ds, sql)
             cur = con.execute(sql)
             names = [d[0] for d in cur.description] if cur.description else []
-            rows = cur.fetchall() if names else []
+            if fmt == "parquet":  # not a SELECT (PRAGMA, SHOW, ...): DuckDB's arrow, written by pyarrow
+                table = cur.to_arrow_table() if names else None
+                rows = []
+            else:
+                rows = cur.fetchall() if names else []
         except duckdb.Error as e:
             raise die(f"query failed: {_one_line(str(e))}") from None
         finally:
             con.close()
-        typer.echo(render(names, rows, fmt), nl=False)
+        if fmt == "parquet":
+            _parquet(table, output)
+        elif output is not None:
+            _atomic(output, lambda tmp: Path(tmp).write_text(render(names, rows, fmt)))
+        else:
+            typer.echo(render(names, rows, fmt), nl=False)
+
+
+def _copy(con, query: str, fmt: str, output: Path | None, lock=None) -> None:
+    """DuckDB's own writer streams the result: to ``output`` (atomically), else to stdout.
+
+    ``lock(target)``, where given, sandboxes the connection with writes allowed to ``target``
+    alone, just before the COPY that writes it.
+    """
+    body = _without_final_semicolon(query)
+
+    def copy(target) -> None:  # newlines: a trailing -- comment must not eat the paren
+        if lock is not None:
+            lock(str(target))
+        con.execute(f"COPY (\n{body}\n) TO '{str(target).replace(chr(39), chr(39) * 2)}' "
+                    f"({COPY_OPTIONS[fmt]}, USE_TMP_FILE false)")
+    if output is not None:
+        _atomic(output, copy)
+        return
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        fd = None
+    if fd is not None and not stat.S_ISREG(os.fstat(fd).st_mode):
+        sys.stdout.flush()
+        copy(f"/dev/fd/{fd}")  # a pipe or terminal: DuckDB writes straight into it
+        return
+    # A regular file (reopening it would truncate it, or lose an append's offset) or no file at all
+    # (an in-process caller's buffer): let DuckDB write a file and pass its bytes on.
+    with tempfile.TemporaryDirectory(prefix="moetrace-query-") as tmp:
+        path = Path(tmp) / f"out.{fmt}"
+        copy(path)
+        _pass_on(path, fmt)
+
+
+def _without_final_semicolon(sql: str) -> str:
+    """The statement without its terminating ';' (kept comments after it end at the newline COPY adds)."""
+    last, i, n = -1, 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in "'\"":  # a string or quoted name: '' / "" inside are doubled quotes, skipped alike
+            j = sql.find(c, i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        if sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+            continue
+        if sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            continue
+        if c == ";":
+            last = i
+        elif not c.isspace():
+            last = -1  # code after a ';': it was not the end
+        i += 1
+    return sql if last < 0 else sql[:last] + " " + sql[last + 1:]
+
+
+def _pass_on(path: Path, fmt: str) -> None:
+    sink = getattr(sys.stdout, "buffer", None)
+    with open(path, "rb") as fh:
+        if sink is not None:
+            shutil.copyfileobj(fh, sink, 1 << 20)
+            sink.flush()
+        elif fmt == "parquet":
+            raise die("--format parquet is binary: give -o FILE, or a pipe or file as stdout")
+        else:
+            while chunk := fh.read(1 << 20):
+                sys.stdout.write(chunk.decode())
+        sys.stdout.flush()
+
+
+def _parquet(table, output: Path | None) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = table if table is not None else pa.table({})
+    if output is not None:
+        _atomic(output, lambda tmp: pq.write_table(table, tmp))
+        return
+    with tempfile.TemporaryDirectory(prefix="moetrace-query-") as tmp:
+        path = Path(tmp) / "out.parquet"
+        pq.write_table(table, path)
+        _pass_on(path, "parquet")
+
+
+def _atomic(output: Path, write) -> None:
+    """``write(tmp)`` beside ``output``, then rename: a reader never sees half a result."""
+    output = Path(output)
+    if not output.parent.is_dir():  # say it before the query runs, in our words, not the writer's
+        raise die(f"{output}: cannot write: no such directory {output.parent}")
+    tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, output)
+    except OSError as e:
+        raise die(f"{output}: cannot write: {e.strerror or e}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 def _sandbox(con, dataset, sql: str) -> str:
@@ -66,7 +207,14 @@ def _sandbox(con, dataset, sql: str) -> str:
     kind = statements[0].type
     if kind != duckdb.StatementType.SELECT:
         raise die(f"query only reads: {kind.name} statements need --unsafe")
-    files = [str(p) for _, p in sorted(dataset.files.items())]
+    _lock(con, dataset)
+    return statements[0].query
+
+
+def _lock(con, dataset, writable=()) -> None:
+    """External access off but for the dataset's event files (and ``writable``: a COPY's target),
+    no extension loads, the configuration locked."""
+    files = [str(p) for _, p in sorted(dataset.files.items())] + [str(w) for w in writable]
     listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
     for setting in (f"SET allowed_paths = [{listed}]" if files else None,
                     "SET enable_external_access = false",
@@ -75,7 +223,6 @@ def _sandbox(con, dataset, sql: str) -> str:
                     "SET lock_configuration = true"):
         if setting:
             con.execute(setting)
-    return statements[0].query
 
 
 def _one_line(text: str) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import textwrap
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
-from ._common import die
+from ._common import Command, die
 
 
 def _v(x: Any) -> str:
@@ -59,16 +59,14 @@ def explain_text(code: str) -> str | None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("rules")
+    @app.command("rules", cls=Command)
     def rules_cmd(
-        fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text | json")] = "text",
+        fmt: Annotated[Literal["text", "json"], typer.Option("--format", "-f", help="output format")] = "text",
     ) -> None:
         """List the rules: code, name, family, default severity, summary."""
-        if fmt not in ("text", "json"):
-            raise die(f"--format: {fmt!r} is not one of text, json")
         typer.echo(rules_listing(fmt), nl=False)
 
-    @app.command("explain")
+    @app.command("explain", cls=Command)
     def explain_cmd(
         code: Annotated[str, typer.Argument(help="A rule code, e.g. MT101.", show_default=False,
                                       metavar="CODE")],

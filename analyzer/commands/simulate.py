@@ -8,11 +8,11 @@ there) without importing numpy: the protocol / fault tables below are read from
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Literal, Optional
 
 import typer
 
-from ._common import die
+from ._common import Command, die
 
 # Protocol one-liners for --help (kept here so `--help` imports nothing heavy; the
 # kernels carry the same text in their .doc and tests check they agree).
@@ -25,6 +25,8 @@ PROTOCOL_HELP = {
     "sdma_fallback": "SDMA fallback reduce: one chunk per core, peers serial, add in UB, plain write back",
     "udma_atomic": "UDMA scalar atomic add to every peer, UDMA quiet, then an MTE done flag",
 }
+# kernels.base.ROUTINGS, restated so that --help imports no numpy (a test checks they agree).
+ROUTINGS = ("uniform", "skewed", "hot")
 
 
 def _help() -> str:
@@ -44,47 +46,51 @@ def _help() -> str:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("simulate", help=_help(), no_args_is_help=True)
+    @app.command("simulate", cls=Command, help=_help(), no_args_is_help=True)
     def simulate(
-        protocol: str = typer.Option(..., "--protocol", help="one of: " + ", ".join(PROTOCOL_HELP)),
-        ranks: int = typer.Option(4, "--ranks", min=1),
-        cores: int = typer.Option(4, "--cores", min=1),
-        tokens: int = typer.Option(16, "--tokens", min=1),
-        topk: int = typer.Option(2, "--topk", min=1),
-        hidden: int = typer.Option(8, "--hidden", min=1),
-        local_experts: int = typer.Option(2, "--local-experts", min=1),
-        rounds: int = typer.Option(1, "--rounds", min=1),
-        routing: str = typer.Option("uniform", "--routing", help="uniform | skewed | hot"),
-        seed: int = typer.Option(0, "--seed"),
-        fault: Optional[List[str]] = typer.Option(None, "--fault", help="a fault to inject (repeatable)"),
-        at: Optional[List[str]] = typer.Option(None, "--at", help="placement, e.g. rank=3,core=1,round=0"),
-        capacity: Optional[int] = typer.Option(None, "--capacity", help="receive capacity in rows"),
-        ring_capacity: Optional[int] = typer.Option(None, "--ring-capacity", help="events kept per core"),
-        fmt: str = typer.Option("text", "--format", help="text | json (json prints truth.json)"),
-        out: Path = typer.Option(..., "-o", "--out", help="output directory"),
+        protocol: Literal[tuple(PROTOCOL_HELP)] = typer.Option(
+            ..., "--protocol", metavar="PROTOCOL", help="one of the protocols above"),
+        ranks: int = typer.Option(4, "--ranks", min=1, metavar="N"),
+        cores: int = typer.Option(4, "--cores", min=1, metavar="N"),
+        tokens: int = typer.Option(16, "--tokens", min=1, metavar="N"),
+        topk: int = typer.Option(2, "--topk", min=1, metavar="N"),
+        hidden: int = typer.Option(8, "--hidden", min=1, metavar="N"),
+        local_experts: int = typer.Option(2, "--local-experts", min=1, metavar="N"),
+        rounds: int = typer.Option(1, "--rounds", min=1, metavar="N"),
+        routing: Literal[ROUTINGS] = typer.Option("uniform", "--routing", help="how tokens pick experts"),
+        seed: int = typer.Option(0, "--seed", metavar="N"),
+        fault: Optional[List[str]] = typer.Option(None, "--fault", metavar="FAULT",
+                                                    help="a fault above to inject (repeatable)"),
+        at: Optional[List[str]] = typer.Option(None, "--at", metavar="KEY=N,...",
+                                                 help="placement, e.g. rank=3,core=1,round=0"),
+        capacity: Optional[int] = typer.Option(None, "--capacity", metavar="ROWS",
+                                                     help="receive capacity in rows"),
+        ring_capacity: Optional[int] = typer.Option(None, "--ring-capacity", metavar="N",
+                                                          help="events kept per core"),
+        fmt: Literal["text", "json"] = typer.Option("text", "--format", help="json prints truth.json"),
+        out: Path = typer.Option(..., "-o", "--out", metavar="DIR", help="output directory"),
+        force: bool = typer.Option(False, "--force", help="write into DIR even if it is not empty"),
     ) -> None:
         import json
 
-        from kernels.api import PROTOCOLS, simulate as run
-        from kernels.base import ROUTINGS, Params
-        from kernels.faults import parse_at
+        if out.exists() and not force and (not out.is_dir() or any(out.iterdir())):  # ingest's words; empty is fine
+            raise die(f"{out}: output already exists (use --force to replace it)")
+        from kernels.api import simulate as run
+        from kernels.base import Params
+        from kernels.faults import check_at, parse_at
 
-        if protocol not in PROTOCOLS:
-            raise die(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
-        if routing not in ROUTINGS:
-            raise die(f"unknown routing {routing!r}; expected one of {', '.join(ROUTINGS)}")
-        if fmt not in ("text", "json"):
-            raise die(f"unknown format {fmt!r}; expected text or json")
         faults = list(fault or [])
+        params = Params(ranks=ranks, cores=cores, tokens=tokens, topk=topk, hidden=hidden,
+                        local_experts=local_experts, rounds=rounds, routing=routing, capacity=capacity)
         try:
             ats = [parse_at(a) for a in (at or [])]
+            for a in ats:
+                check_at(a, params, faults)
         except ValueError as e:
             raise die(str(e))
         if len(ats) > 1 and len(ats) != len(faults):
             raise die("give one --at for all faults or one per --fault")
         placement = ats if len(ats) > 1 else (ats[0] if ats else None)
-        params = Params(ranks=ranks, cores=cores, tokens=tokens, topk=topk, hidden=hidden,
-                        local_experts=local_experts, rounds=rounds, routing=routing, capacity=capacity)
         try:
             truth = run(protocol, params, faults=faults, seed=seed, out=out, at=placement,
                         ring_capacity=ring_capacity)

@@ -1,0 +1,43 @@
+"""A dataset for whatever the user named: a dataset directory, or raw traces ingested into a temporary one.
+
+The engine has its own copy of this rule for ``diagnose``; the commands that
+only read a dataset (timeline, the Python API) come through here, so raw
+inputs are validated by the same ingest and the temporary dataset is removed
+when the caller is done with it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+
+@contextmanager
+def as_dataset(inputs: str | Path | Sequence[str | Path], progress=None) -> Iterator[Path]:
+    """Yield a dataset directory for ``inputs``; a temporary one (removed afterwards) for raw traces."""
+    from ingest.dataset import is_dataset
+    from ingest.errors import TraceError
+
+    paths = [Path(inputs)] if isinstance(inputs, (str, Path)) else [Path(p) for p in inputs]
+    if not paths:
+        raise TraceError(None, "", "no input given")
+    if len(paths) == 1 and is_dataset(paths[0]):
+        yield paths[0]
+        return
+    for p in paths:
+        if not p.exists():
+            raise TraceError(p, "", "no such file or directory")
+        if is_dataset(p):
+            raise TraceError(p, "", "a dataset cannot be read together with other inputs")
+    from ingest.run import ingest
+
+    tmp = Path(tempfile.mkdtemp(prefix="moetrace-"))
+    try:
+        out = tmp / "dataset"
+        ingest(paths, out, progress=progress)
+        yield out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
