@@ -83,10 +83,23 @@ def test_parquet_and_csv_on_a_real_stdout(ds, tmp_path):
 
 
 def test_statements_before_the_select_and_trailing_comments(ds):
-    res = run_cli("query", ds, "create table t as select 41 as a; select a + 1 as b from t; -- done",
-                  "--format", "csv")
+    sql = "create table t as select 41 as a; select a + 1 as b from t; -- done"
+    res = run_cli("query", ds, sql, "--format", "csv", "--unsafe")
     assert res.code == 0, res.stderr
     assert list(csv.reader(io.StringIO(res.stdout))) == [["b"], ["42"]]
+    # Sandboxed (the default), a statement before the streamed SELECT is refused, not run.
+    res = run_cli("query", ds, sql, "--format", "csv")
+    assert res.code == 2 and "exactly one SQL statement" in res.stderr and not res.stdout
+
+
+def test_sandboxed_stream_writes_only_its_output(ds, tmp_path):
+    """The streamed COPY may write -o, and nothing else: a SELECT reaching for other files fails."""
+    out = tmp_path / "out.csv"
+    res = run_cli("query", ds, "select count(*) as n from events", "--format", "csv", "-o", out)
+    assert res.code == 0, res.stderr
+    assert out.read_text().splitlines()[0] == "n"
+    res = run_cli("query", ds, "select * from read_csv('/etc/passwd')", "--format", "csv", "-o", out)
+    assert res.code == 2 and "query failed" in res.stderr
 
 
 def test_errors_stay_one_line_and_write_nothing(ds, tmp_path):
