@@ -96,8 +96,12 @@ def test_help_has_no_typer_internals(command):
 
 
 def test_help_only_lists_agree_with_the_kernels():
+    from analyzer.commands import simulate as cli
     from analyzer.commands.simulate import PROTOCOL_HELP, ROUTINGS
+    from kernels.base import ROUTE_LAYOUTS
+    from kernels.sim.machine import BARRIER_LAYOUTS
     from kernels.api import PROTOCOLS
     from kernels.base import ROUTINGS as KERNEL_ROUTINGS
 
     assert set(PROTOCOL_HELP) == set(PROTOCOLS) and ROUTINGS == KERNEL_ROUTINGS
+    assert cli.BARRIER_LAYOUTS == BARRIER_LAYOUTS and cli.ROUTE_LAYOUTS == ROUTE_LAYOUTS

@@ -41,7 +41,9 @@ def register(app: typer.Typer) -> None:
 
         out = out or Path(tempfile.mkdtemp(prefix="moetrace-demo-"))
         params = Params(ranks=8, cores=8, tokens=16, topk=2, hidden=8, local_experts=2)
-        truth = simulate("classic", params, faults=["invalid-expert"], seed=seed, out=out, at=DEMO_AT)
+        # Routes recorded where the kernel reads expert_ids, as docs/trace-format.md asks of a kernel.
+        truth = simulate("classic", params, faults=["invalid-expert"], seed=seed, out=out, at=DEMO_AT,
+                         route_layout="read")
         ds = out / DATASET_DIR
         typer.echo(f"simulated: {truth.summary()}")
         typer.echo(f"trace: {ds}")

@@ -27,6 +27,9 @@ PROTOCOL_HELP = {
 }
 # kernels.base.ROUTINGS, restated so that --help imports no numpy (a test checks they agree).
 ROUTINGS = ("uniform", "skewed", "hot")
+# kernels.sim.machine.BARRIER_LAYOUTS and kernels.base.ROUTE_LAYOUTS, likewise.
+BARRIER_LAYOUTS = ("all", "core0")
+ROUTE_LAYOUTS = ("send", "read")
 
 
 def _help() -> str:
@@ -67,6 +70,10 @@ def register(app: typer.Typer) -> None:
                                                      help="receive capacity in rows"),
         ring_capacity: Optional[int] = typer.Option(None, "--ring-capacity", metavar="N",
                                                           help="events kept per core"),
+        barriers: Literal[BARRIER_LAYOUTS] = typer.Option(
+            "all", "--barriers", help="record cross-rank barriers on every core, or on core 0 with core barriers"),
+        routes: Literal[ROUTE_LAYOUTS] = typer.Option(
+            "send", "--routes", help="record routes beside each send, or once where expert ids are read"),
         fmt: Literal["text", "json"] = typer.Option("text", "--format", help="json prints truth.json"),
         out: Path = typer.Option(..., "-o", "--out", metavar="DIR", help="output directory"),
         force: bool = typer.Option(False, "--force", help="write into DIR even if it is not empty"),
@@ -93,7 +100,7 @@ def register(app: typer.Typer) -> None:
         placement = ats if len(ats) > 1 else (ats[0] if ats else None)
         try:
             truth = run(protocol, params, faults=faults, seed=seed, out=out, at=placement,
-                        ring_capacity=ring_capacity)
+                        ring_capacity=ring_capacity, barrier_layout=barriers, route_layout=routes)
         except ValueError as e:
             raise die(str(e))
         if fmt == "json":
