@@ -135,3 +135,14 @@ def test_stored_real_run_is_diagnosed(scenario, tmp_path):
     if scenario == "wrap":
         assert _lost(trace, tmp_path) > 0, "the stored small rings must have wrapped"
     _check_diagnosis(trace, exp)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_stored_real_run_is_diagnosed_without_params(scenario, tmp_path):
+    """The same dumps with the manifest's optional `params` gone too: only what the contract requires."""
+    trace = tmp_path / scenario
+    shutil.copytree(DATA / scenario, trace)
+    doc = json.loads((trace / "manifest.json").read_text())
+    assert doc.pop("params", None), "the stored manifest names the kernel's params"
+    (trace / "manifest.json").write_text(json.dumps(doc))
+    _check_diagnosis(trace, _expect(scenario))
