@@ -17,7 +17,7 @@ import numpy as np
 from ingest.contract import Kind, Outcome
 
 from ._passes import cached
-from .analyses import hits_of
+from .base import hits_of
 
 
 def not_reset(trace) -> dict:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ._unfenced import DEFAULT_ORDERED
-from .base import Hit, Rule, RuleContext
+from .base import Hit, Rule, RuleContext, hits_of  # noqa: F401 - hits_of: where the run holds hits
 
 if TYPE_CHECKING:  # pragma: no cover
     from .trace import TraceView
@@ -158,8 +158,3 @@ def run(trace: "TraceView", rules: Iterable[type[Rule]],
         held[rule.code] = hits
         on_rule and on_rule(rule, hits)
     return {rule.code: held[rule.code] for rule in order}
-
-
-def hits_of(trace: "TraceView", code: str) -> list[Hit]:
-    """The hits rule ``code`` gave on this view in this run; none where it was not run."""
-    return trace.hits.get(code, [])

@@ -126,3 +126,9 @@ def _dedent(text: str) -> str:
     import inspect
 
     return inspect.cleandoc(text)
+
+
+def hits_of(trace: "TraceView", code: str) -> list[Hit]:
+    """The hits rule ``code`` gave on this view in this run (``rules.analyses.run`` holds them on
+    the view, running cited rules first); none where it was not run. Never runs the rule."""
+    return trace.hits.get(code, [])

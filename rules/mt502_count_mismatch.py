@@ -9,8 +9,7 @@ from ingest.contract import Role
 from . import _passes as P
 from ._waitfor import analyze
 from ._waitfor_stale import not_reset
-from .analyses import hits_of
-from .base import Confidence, Family, Rule, Severity
+from .base import Confidence, Family, Rule, Severity, hits_of
 
 
 _CAUSE_TEXT = {"MT202": "the receiver's counter was not reset after the previous launch",

@@ -35,3 +35,52 @@ def test_no_upward_imports(package):
             if top in OURS and top != package and top not in ALLOWED[package]:
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {top}")
     assert not bad, "\n".join(bad)
+
+
+def _module_deps(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports at run time (anywhere in the file, functions
+    included; imports under ``if TYPE_CHECKING:`` never run and are left out)."""
+    out: dict[str, set[str]] = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        mod = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        pkg_parts = list(parts[:-1])
+        tree = ast.parse(path.read_text(), str(path))
+        typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                       and getattr(node.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(node)}
+        deps = set()
+        for node in ast.walk(tree):
+            if id(node) in typing_only or not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = pkg_parts[:len(pkg_parts) - node.level + 1]
+                names = [node.module] if node.module else [a.name for a in node.names]
+                deps.update(".".join(base + [n]) for n in names)
+            elif node.module and node.module.split(".")[0] == package:
+                deps.add(node.module)
+        out[mod] = deps
+    return {m: {d for d in ds if d in out and d != m} for m, ds in out.items()}
+
+
+def test_rules_import_one_way():
+    """No import cycle among the rules' modules, lazy imports included: the shared analyses
+    build on one another one way, and no rule reaches into another rule's module."""
+    graph = _module_deps("rules")
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(mod: str, path: list[str]) -> None:
+        state[mod] = 1
+        for dep in sorted(graph[mod]):
+            if state.get(dep) == 1:
+                cycles.append(" -> ".join(path[path.index(dep):] + [mod, dep]) if dep in path else f"{mod} -> {dep}")
+            elif not state.get(dep):
+                visit(dep, path + [mod])
+        state[mod] = 2
+
+    for mod in sorted(graph):
+        if not state.get(mod):
+            visit(mod, [])
+    assert not cycles, "\n".join(cycles)
+    rules = [m for m in graph if m.split(".")[-1].startswith("mt")]
+    assert not [(m, d) for m in rules for d in graph[m] if d in rules], "a rule imports another rule's module"
