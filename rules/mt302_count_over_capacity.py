@@ -43,27 +43,19 @@ class CountOverCapacity(Rule):
     def check(self, trace, ctx):
         if trace.n == 0:
             return
-        counts = np.flatnonzero(trace["kind"] == int(P.Kind.COUNT))  # then their fields: no whole-trace copies
-        val = trace["value"][counts]
-        cap = trace["capacity"][counts].astype(np.int64)
-        for r in counts[(cap != P.NULL32) & (val != P.NULL64) & (val > cap)]:
-            d = trace.describe(int(r))
-            excess = d["value"] - d["capacity"]
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: announced {d['value']} rows to rank "
-                   f"{d['peer']} for local expert {d['local_expert']}, capacity {d['capacity']} "
-                   f"({excess} rows over)")
-            yield self.hit(msg, rows=(("count", int(r)),), key=(d["rank"], d["core"], d["seq"]),
-                           confidence=Confidence.CERTAIN, extra={"excess": excess, "peer": d["peer"],
-                                                                 "local_expert": d["local_expert"]})
-        delivers = np.flatnonzero(trace["kind"] == int(P.Kind.DELIVER))
-        took = trace["delivered"][delivers].astype(np.int64)
-        cap = trace["capacity"][delivers].astype(np.int64)
-        for r in delivers[(cap != P.NULL32) & (took != P.NULL32) & (took > cap)]:
-            d = trace.describe(int(r))
-            excess = d["delivered"] - d["capacity"]
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: took {d['delivered']} rows from rank "
-                   f"{d['src_rank']} for local expert {d['local_expert']}, capacity {d['capacity']} "
-                   f"({excess} rows written past its segment)")
-            yield self.hit(msg, rows=(("deliver", int(r)),), key=(d["rank"], d["core"], d["seq"]),
-                           confidence=Confidence.CERTAIN, extra={"excess": excess, "src_rank": d["src_rank"],
-                                                                 "local_expert": d["local_expert"]})
+        # (kind, the rows field, the other rank's field, how the excess reads)
+        for kind, rows, other, verb, excess_is in (
+                (P.Kind.COUNT, "value", "peer", "announced {n} rows to rank {o}", "rows over"),
+                (P.Kind.DELIVER, "delivered", "src_rank", "took {n} rows from rank {o}", "rows written past its segment")):
+            sel = np.flatnonzero(trace["kind"] == int(kind))  # then their fields: no whole-trace copies
+            n = trace[rows][sel].astype(np.int64)
+            cap = trace["capacity"][sel].astype(np.int64)
+            for r in sel[(cap != P.NULL32) & (n != trace.null(rows)) & (n > cap)]:
+                d = trace.describe(int(r))
+                excess = d[rows] - d["capacity"]
+                what = verb.format(n=d[rows], o=d[other])
+                msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {what} for local expert "
+                       f"{d['local_expert']}, capacity {d['capacity']} ({excess} {excess_is})")
+                yield self.hit(msg, rows=((kind.wire, int(r)),), key=(d["rank"], d["core"], d["seq"]),
+                               confidence=Confidence.CERTAIN,
+                               extra={"excess": excess, other: d[other], "local_expert": d["local_expert"]})
