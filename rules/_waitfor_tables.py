@@ -17,6 +17,7 @@ import numpy as np
 from ingest.contract import REMOTE_WRITE_KINDS, Kind, Op
 
 from ._jit import kernel
+from ._words_table import widest
 
 _WRITE_KINDS = (Kind.PUT, Kind.SIGNAL, Kind.AMO, Kind.WRITE, Kind.PUT_SIGNAL)
 # Indexable by kind code.  numba freezes module globals at compile time: plain ints.
@@ -71,7 +72,8 @@ class Tables:
             t["kind"], t["region"], t["offset"], t["sig_region"], t["sig_offset"], t["nbytes"],
             t["value"], t["op"], t["rank"], t["peer"], t["core"], t["launch"],
             wanted, elem, self.sw, self.nslots, self.slot_base, np.int64(self.slots_per_rank),
-            _REMOTE, np.int64(t.null("peer")), np.int64(t.null("value")))
+            _REMOTE, np.int64(t.null("peer")), np.int64(t.null("value")), self._waited_slots(wanted),
+            np.int64(widest(t)))
         # Index 1: by slot, then launch, then row (a stable history per slot).
         # Rows ascending in table order (no put_signal's signal half appended): a stable
         # sort on the composite key is the lexsort's order, at a third of its cost.
@@ -109,6 +111,21 @@ class Tables:
         k = (int(rank) * len(self.sw) + int(region)) * self.nlaunch + int(launch)
         lo, hi = np.searchsorted(self._k2, [k, k + 1])
         return self._o2[lo:hi]
+
+    def _waited_slots(self, wanted: np.ndarray) -> np.ndarray:
+        """Sorted slot keys of the first and last word every wait_begin on a wanted region covers."""
+        t = self.trace
+        wb = np.flatnonzero(t["kind"] == Kind.WAIT_BEGIN)
+        reg = t["region"][wb].astype(np.int64)
+        ok = (reg >= 0) & (reg < len(wanted))
+        wb, reg = wb[ok], reg[ok]
+        keep = wanted[reg]
+        wb, reg = wb[keep], reg[keep]
+        off = t["offset"][wb].astype(np.int64)
+        words = np.maximum(t.wait_words[wb].astype(np.int64), 1)
+        ends = [np.minimum(x // self.sw[reg], self.nslots[reg] - 1) for x in (off, off + words - 1)]
+        keys = np.concatenate([self.skey(t["rank"][wb], reg, e) for e in ends]) if len(wb) else np.zeros(0, np.int64)
+        return np.unique(keys)
 
     # ---- waits -----------------------------------------------------------
     def _waits(self, regions: set[int]) -> None:
@@ -168,14 +185,15 @@ class Tables:
 
 @kernel
 def _select_writes(kind, region, offset, sig_region, sig_offset, nbytes, value, op, rank, peer,
-                   core, launch, wanted, elem, sw, nslots, slot_base, spr, remote, peer_null, vnull):
+                   core, launch, wanted, elem, sw, nslots, slot_base, spr, remote, peer_null, vnull, waited, wide):
     """The write table: one entry per (write, slot it covers) into a wanted region.
 
     Writes in row order, then every put_signal's signal half into a wanted
     region (row order); each expanded to the slots it covers (a bulk put into
     a flag region counts for each).  A scalar (signal, amo) covers one element
     and keeps its op; anything else is a set, a put_signal's data half with no
-    value.  ``ordered``: rows never decrease along the table.
+    value.  ``ordered``: rows never decrease along the table.  ``waited``: the
+    sorted slot keys waits name, which a write wider than ``wide`` slots keeps.
     """
     n = len(kind)
     nreg = len(wanted)
@@ -227,17 +245,29 @@ def _select_writes(kind, region, offset, sig_region, sig_offset, nbytes, value, 
                 s = max(sw[r], np.int64(1))
                 first = o // s
                 last = min((o + ext - 1) // s, nslots[r] - 1)
+                p = np.int64(peer[i])
+                ow = p if remote[k] and p != peer_null else np.int64(rank[i])
+                base = ow * spr + slot_base[r]
+                # A write wider than ``wide`` slots counts only for its first slot and the slots
+                # somebody waits on: what a stuck wait's producer search reads; the rest would
+                # cost memory in the values of the trace (a 2^31-byte put), not in its size.
+                lo = hi = np.int64(0)
+                if last - first + 1 > wide:
+                    lo = np.searchsorted(waited, base + first + 1)
+                    hi = np.searchsorted(waited, base + last, side="right")
                 if phase == 0:
                     if half == 0:
                         na += 1
                     else:
                         nb += 1
                     if last >= first:
-                        total += last - first + 1
+                        total += (last - first + 1) if last - first + 1 <= wide else 1 + (hi - lo)
                     continue
-                p = np.int64(peer[i])
-                ow = p if remote[k] and p != peer_null else np.int64(rank[i])
-                for sl in range(first, last + 1):
+                if last < first:
+                    continue
+                count = last - first + 1 if last - first + 1 <= wide else 1 + (hi - lo)
+                for x in range(count):
+                    sl = first + x if last - first + 1 <= wide else (first if x == 0 else waited[lo + x - 1] - base)
                     w_row[j] = i
                     w_region[j] = r
                     w_slot[j] = sl

@@ -20,7 +20,7 @@ import numpy as np
 from . import _passes as P
 from ._jit import kernel
 from ._words_packed import build_packed
-from ._words_table import NULL64, OP_ADD, Words
+from ._words_table import NULL64, OP_ADD, Words, widest
 
 
 def expand(first_key, count):
@@ -114,7 +114,7 @@ def _build_lexsort(trace) -> Words:
     multi = np.isin(kind, (P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG)) & flaglike & (offset >= 0)
     r1 = np.flatnonzero(one)
     rm = np.flatnonzero(multi)
-    km, src = expand(key[rm], np.minimum(ext[rm], room[rm]))
+    km, src = expand(key[rm], np.minimum(np.minimum(ext[rm], room[rm]), widest(trace)))
     rows_m = rm[src]
     ps, sreg, kps = signal_words(trace, rt)
 

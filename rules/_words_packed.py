@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _passes as P
 from ._jit import kernel
-from ._words_table import NULL64, OP_ADD, Words
+from ._words_table import NULL64, OP_ADD, Words, widest
 
 K_SIGNAL, K_AMO, K_PUT, K_WRITE, K_GET, K_PUTSIG = P.K_SIGNAL, P.K_AMO, P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG
 K_WEND, OP_SET = P.K_WEND, P.OP_SET
@@ -236,7 +236,10 @@ def build_packed(trace) -> Words | None:
     rcs = (int(rank.max()) + 1) * cp1
     offset = trace["offset"]
     loffset = trace["local_offset"] if bool((kind == K_GET).any()) else offset
-    cols = (kind, P.target_region(trace), offset, loffset, P.extent(trace), trace["sig_region"],
+    ext = P.extent(trace)
+    if len(ext) and int(ext.max()) > widest(trace):  # a copy only for the rare trace that needs one
+        ext = np.minimum(ext, widest(trace))
+    cols = (kind, P.target_region(trace), offset, loffset, ext, trace["sig_region"],
             trace["sig_offset"], key, trace.owner, launch, phase_all, rank, core, trace["value"], trace["op"],
             rt["flaglike"], rt["length"], rt["base"], np.int64(trace.manifest.words_per_rank), np.int64(cp1))
     spans = (np.int64(lmin), np.int64(lspan), np.int64(phmin), np.int64(nph))

@@ -15,6 +15,16 @@ from . import _passes as P
 OP_ADD, NULL64 = P.OP_ADD, P.NULL64  # plain globals for numba
 
 
+def widest(trace) -> int:
+    """The most words one write expands to in the table: 16 per event of the view, at least 2^16.
+
+    A write's extent is a value in the trace (a 2^31-byte put into a flag region would be 2^29
+    entries); bounding it by the trace's size keeps memory linear in events, while any real flag
+    array a kernel resets in one write (a few million words) stays whole in a trace that size.
+    """
+    return max(1 << 16, 16 * int(trace.n))
+
+
 @dataclass(frozen=True)
 class Words:
     """The table, one entry per word write, sorted by ``ck``.
