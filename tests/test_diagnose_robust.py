@@ -35,9 +35,20 @@ WIDE_PUT_AND_WAIT = [
 ]
 
 
+WIDE_WRITE_AND_WAIT = [
+    # A local write of 2^40 bytes and a later wait on the same region: MT101 raised MemoryError
+    # (bench/diagnose_fuzz.py, launch-gaps, seed 2, trace 6, shrunk to these two events).
+    {"rank": 1, "core": 0, "seq": 3, "ts": 130, "launch": 1073741824, "kind": "write", "region": "out", "offset": 31,
+     "nbytes": 1 << 40, "value": 16, "site": -2147483647},
+    {"rank": 1, "core": 0, "seq": 14, "ts": 240, "launch": 7, "kind": "wait_begin", "region": "out", "offset": 40,
+     "cmp": "ge", "value": 7, "site": 11, "epoch": 1},
+]
+
+
 @pytest.mark.xfail(strict=True, reason="MT1xx (the shared wait-for analysis, rules/_waitfor*) takes a word per "
-                                       "element a put covers: > 4 GiB resident for these two events; the lead "
-                                       "is refactoring rules/_waitfor* and rules/_words*")
-def test_wide_put_and_a_wait_diagnose_in_bounded_memory(tmp_path):
-    doc = weird.manifest_doc(2, 1)
-    assert diagnose(weird.write(tmp_path / "t", doc, WIDE_PUT_AND_WAIT, False), timeout=60) is None
+                                       "element a write covers: > 4 GiB resident or MemoryError for two events; "
+                                       "the lead is refactoring rules/_waitfor* and rules/_words*")
+@pytest.mark.parametrize("events", [WIDE_PUT_AND_WAIT, WIDE_WRITE_AND_WAIT], ids=["put-2^31-bytes", "write-2^40-bytes"])
+def test_wide_write_and_a_wait_diagnose_in_bounded_memory(tmp_path, events):
+    doc = weird.manifest_doc(3, 1)
+    assert diagnose(weird.write(tmp_path / "t", doc, events, False), timeout=60) is None
