@@ -144,8 +144,8 @@ class Dataset:
         self.manifest = Manifest.load(self.root / MANIFEST_FILE)
         try:
             self.report = IngestReport.from_json(json.loads((self.root / REPORT_FILE).read_text()))
-        except (OSError, ValueError, KeyError) as e:
-            raise TraceError(self.root / REPORT_FILE, "", f"unreadable ingest report: {e}") from None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # any damage, not only bad JSON
+            raise TraceError(self.root / REPORT_FILE, "", f"unreadable ingest report: {e!r}") from None
         self.files: dict[int, Path] = {}
         for d in sorted((self.root / EVENTS_DIR).glob("rank=*")):
             try:
@@ -160,7 +160,7 @@ class Dataset:
         return str(self.root / EVENTS_DIR / "rank=*" / "*.parquet")
 
     def num_rows(self) -> int:
-        return sum(pq.ParquetFile(p).metadata.num_rows for p in self.files.values())
+        return sum(self._open(rank).metadata.num_rows for rank in self.files)
 
     def table(self, columns: Sequence[str] | None = None, ranks: Iterable[int] | None = None) -> pa.Table:
         """Events as one arrow table, ranks ascending, each in (core, seq) order."""

@@ -50,7 +50,10 @@ def register(app: typer.Typer) -> None:
         from rules.views import connect
 
         ds = Dataset(dataset)
-        con = connect(ds)
+        try:
+            con = connect(ds)
+        except (duckdb.Error, RuntimeError) as e:  # a damaged event file fails the views' creation
+            raise die(f"cannot read the dataset {dataset}: {_one_line(str(e))}") from None
         if fmt in COPY_OPTIONS:
             try:
                 statements = con.extract_statements(sql)

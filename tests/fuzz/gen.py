@@ -1,8 +1,10 @@
 """Trace inputs for the fuzzer, generated from the contract (FIELDS, COLUMN, ALLOWED, value_range).
 
 One generator, two drivers: ``Chooser`` takes its choices from a
-``random.Random`` (bench/fuzz_campaign.py: fast, millions of inputs) and
-``DrawChooser`` from hypothesis' ``draw`` (tests/fuzz: shrinkable). Mostly
+``random.Random``: a seeded one in bench/fuzz_campaign.py (fast, millions of
+inputs), hypothesis' ``st.randoms()`` in tests/fuzz (replayable; uniform
+choices like the campaign's, where hypothesis' own integer draws would make
+nearly every input a broken one). Mostly
 valid values with the contract's edges (each column's range ends, its null
 sentinel, the address bound, ranks + 1), and now and then a value of the
 wrong type, a field too many or too few, or bytes mangled after encoding.
@@ -13,7 +15,8 @@ from __future__ import annotations
 import json
 import random
 
-from ingest.contract import ADDRESS_LIMIT, ALLOWED, COLUMN, COMMON_OPTIONAL, ENVELOPE, FIELDS, Kind, Role, json_name
+from ingest.contract import (ADDRESS_LIMIT, ALLOWED, COLUMN, COMMON_OPTIONAL, ENVELOPE, FIELDS, Kind, Role, column_range,
+                             json_name)
 from ingest.manifest import SLOT_INDEX
 
 
@@ -31,24 +34,6 @@ class Chooser:
 
     def chance(self, percent: int) -> bool:
         return self.rng.randrange(100) < percent
-
-
-class DrawChooser(Chooser):
-    """Choices drawn through hypothesis, so failures shrink."""
-
-    def __init__(self, draw):
-        from hypothesis import strategies as st
-
-        self.draw, self.st = draw, st
-
-    def int(self, lo: int, hi: int) -> int:
-        return self.draw(self.st.integers(lo, hi))
-
-    def pick(self, seq):
-        return self.draw(self.st.sampled_from(list(seq)))
-
-    def chance(self, percent: int) -> bool:
-        return self.draw(self.st.integers(0, 99)) < percent
 
 
 def _edges(lo: int, hi: int) -> list[int]:
@@ -100,24 +85,30 @@ def manifest(c: Chooser) -> dict:
     return doc
 
 
-def _value(c: Chooser, kind: Kind, col: str, doc: dict):
+def _value(c: Chooser, kind: Kind, col: str, doc: dict, clean: bool):
     spec = COLUMN[col]
-    if c.chance(3):
+    if not clean and c.chance(3):
         return c.pick(WEIRD)
     if spec.enum is not None:
         allowed = ALLOWED.get((kind, col), frozenset(spec.enum))
         names = [spec.enum(a).wire for a in sorted(allowed)]
-        return c.pick(names) if c.chance(97) else c.pick([m.wire for m in spec.enum] + ["bogus", 0])
+        return c.pick(names) if clean or c.chance(97) else c.pick([m.wire for m in spec.enum] + ["bogus", 0])
     if spec.ref == "region":
         regions = doc.get("regions") if isinstance(doc.get("regions"), list) else []
         names = [r.get("name") for r in regions if isinstance(r, dict)] or ["none"]
-        return c.pick(names) if c.chance(97) else "nowhere"
+        return c.pick(names) if clean or c.chance(97) else "nowhere"
     if col == "name":
         names = doc.get("names") if isinstance(doc.get("names"), list) and doc["names"] else ["k"]
-        return c.pick(names) if c.chance(90) else c.pick(["", "\u00e9t\u00e9", "\U0001f600"])
+        # Text a kernel's name may carry, lone surrogate escapes included (json.dumps writes them as \\udXXX).
+        return c.pick(names) if c.chance(80) else c.pick(["", "\u00e9t\u00e9", "\U0001f600", "\ud83d", "a\udc80b",
+                                                          "\ud83d\ude00", "\x00", "\u2028"])
     ranks = doc.get("ranks") if isinstance(doc.get("ranks"), int) else 2
     cores = doc.get("cores") if isinstance(doc.get("cores"), int) else 1
     if col in ("peer", "dst_rank", "src_rank"):
+        if clean:  # the peer of a one-sided op is a rank; a computed rank may be anything that fits int16
+            if kind in (Kind.ROUTE, Kind.COUNT, Kind.DELIVER) and c.chance(30):
+                return c.pick([-1, ranks, ranks + 5, 32767, -32767])
+            return c.int(0, max(ranks - 1, 0))
         return c.int(0, max(ranks - 1, 0)) if c.chance(85) else c.pick(_edges(0, ranks - 1) + [2**15, 9])
     if col == "core":
         return c.int(0, max(cores - 1, 0))
@@ -125,6 +116,9 @@ def _value(c: Chooser, kind: Kind, col: str, doc: dict):
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     if c.chance(70):
         return c.int(0, min(hi, 1 << 12))
+    if clean:  # the edges of the column's data range
+        lo, hi = column_range(col)
+        return c.pick([lo, hi, lo + 1, hi - 1, 0, -1])
     return c.pick(_edges(lo, hi) + ([ADDRESS_LIMIT, -ADDRESS_LIMIT, ADDRESS_LIMIT + 1, 2**62]
                                     if col in ("offset", "local_offset", "sig_offset", "nbytes") else []))
 
@@ -135,24 +129,27 @@ def events(c: Chooser, doc: dict, n: int | None = None) -> list[dict]:
     cores = doc.get("cores") if isinstance(doc.get("cores"), int) and doc["cores"] > 0 else 1
     out, nxt = [], {}
     kinds = list(FIELDS)
+    clean = c.chance(50)  # a trace of valid events only (edge values included), so later damage shows
     for _ in range(n if n is not None else c.int(0, 12)):
         kind = c.pick(kinds)
         rank, core = c.int(0, min(ranks, 8) - 1), c.int(0, min(cores, 4) - 1)
-        if c.chance(3):
+        if not clean and c.chance(3):
             rank = c.pick([ranks, -1, 2**15])
         seq = nxt.get((rank, core), c.pick([0, 0, 5, 2**62]))
-        nxt[(rank, core)] = seq + (c.pick([1, 1, 1, 2, 7]) if c.chance(97) else c.pick([0, -1]))
+        nxt[(rank, core)] = seq + (c.pick([1, 1, 1, 2, 7]) if clean or c.chance(97) else c.pick([0, -1]))
+        ts_edges, launch_edges = _edges(*column_range("ts")), _edges(*column_range("launch"))
+        if not clean:
+            ts_edges, launch_edges = _edges(-(2**63), 2**63 - 1), _edges(-(2**31), 2**31 - 1)
         ev = {"rank": rank, "core": core, "seq": seq, "ts": c.int(0, 1 << 20) if c.chance(95) else
-              c.pick(_edges(-(2**63), 2**63 - 1)), "launch": c.int(0, 3) if c.chance(95) else
-              c.pick(_edges(-(2**31), 2**31 - 1)), "kind": kind.wire}
+              c.pick(ts_edges), "launch": c.int(0, 3) if c.chance(95) else c.pick(launch_edges), "kind": kind.wire}
         req, opt = FIELDS[kind]
         for col in req:
-            if c.chance(98):
-                ev[json_name(kind, col)] = _value(c, kind, col, doc)
+            if clean or c.chance(98):
+                ev[json_name(kind, col)] = _value(c, kind, col, doc, clean)
         for col in opt + COMMON_OPTIONAL:
             if c.chance(30):
-                ev[json_name(kind, col)] = _value(c, kind, col, doc)
-        if c.chance(2):
+                ev[json_name(kind, col)] = _value(c, kind, col, doc, clean)
+        if not clean and c.chance(2):
             ev[c.pick([k for k in COLUMN if k not in ENVELOPE] + ["bogus"])] = c.pick([1, None, "x"])
         out.append(ev)
     return out

@@ -82,9 +82,31 @@ def jsonl_verdict(path: Path, manifest: Manifest) -> str:
         if not fast[0].equals(careful):
             raise Bug("readers-disagree", "fast and careful paths give different rows")
     if isinstance(careful, TraceError):
+        _first_bad_place(path, manifest, careful)
         return "rejected"
     check_table(careful, manifest, str(path))
     return "accepted"
+
+
+def _first_bad_place(path: Path, manifest: Manifest, err: TraceError) -> None:
+    """The reported line is the first bad one: the lines before it, alone, are accepted."""
+    from ingest.jsonl import detect_compression, read_jsonl
+
+    if not err.where.startswith("line ") or detect_compression(path) is not None:
+        return
+    line = int(err.where.split()[1])
+    prefix = path.with_name(path.name + ".prefix.jsonl")
+    data = path.read_bytes()
+    cut = 0
+    for _ in range(line - 1):
+        cut = data.index(b"\n", cut) + 1
+    prefix.write_bytes(data[:cut])
+    try:
+        got = _guard("careful reader on the prefix", lambda: read_jsonl(prefix, manifest, fast=False))
+    finally:
+        prefix.unlink()
+    if isinstance(got, TraceError):
+        raise Bug("not-the-first-bad-line", f"{err.where} reported, but the lines before fail: {got}")
 
 
 def ring_verdict(path: Path, manifest: Manifest) -> str:

@@ -1,0 +1,51 @@
+"""diagnose on small valid-but-weird traces: no signal, no hang, no runaway memory, no internal error.
+
+Each trace runs in a subprocess with NUMBA_BOUNDSCHECK=1 (a kernel reading
+out of bounds raises instead of corrupting memory) in text, json, sarif and
+junit and with --window-events 1, under a time and a resident-memory bound
+(tests/fuzz/diagnose_run.py). bench/diagnose_fuzz.py runs many more; the
+crashes it found are the minimal inputs below.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from fuzz import gen, weird
+from fuzz.diagnose_run import diagnose
+
+
+@pytest.mark.parametrize("shape", weird.SHAPES)
+def test_weird_shape_diagnoses_cleanly(tmp_path, shape):
+    c = gen.Chooser(random.Random(f"suite:{shape}"))
+    ring = shape in ("64x1-huge", "3x3-random")  # all rings in one dump, as the issue saw them
+    doc, evs = weird.trace(c, shape, ring)
+    assert diagnose(weird.write(tmp_path / "t", doc, evs, ring), timeout=60) is None
+
+
+WIDE_PUT_AND_WAIT = [
+    # One put of 2^31-1 bytes into a 2^40-element output region, and a wait on that region:
+    # found by bench/diagnose_fuzz.py (64x1-huge, seed 1, trace 4), shrunk from 64 events.
+    {"rank": 0, "core": 0, "seq": 0, "ts": 1, "launch": 0, "kind": "put", "engine": "mte", "peer": 1,
+     "region": "out", "offset": 0, "nbytes": 2**31 - 1},
+    {"rank": 1, "core": 0, "seq": 0, "ts": 1, "launch": 0, "kind": "wait_begin", "region": "out", "offset": 0,
+     "cmp": "ne", "value": 1},
+]
+
+
+WIDE_WRITE_AND_WAIT = [
+    # A local write of 2^40 bytes and a later wait on the same region: MT101 raised MemoryError
+    # (bench/diagnose_fuzz.py, launch-gaps, seed 2, trace 6, shrunk to these two events).
+    {"rank": 1, "core": 0, "seq": 3, "ts": 130, "launch": 1073741824, "kind": "write", "region": "out", "offset": 31,
+     "nbytes": 1 << 40, "value": 16, "site": -2147483647},
+    {"rank": 1, "core": 0, "seq": 14, "ts": 240, "launch": 7, "kind": "wait_begin", "region": "out", "offset": 40,
+     "cmp": "ge", "value": 7, "site": 11, "epoch": 1},
+]
+
+
+@pytest.mark.parametrize("events", [WIDE_PUT_AND_WAIT, WIDE_WRITE_AND_WAIT], ids=["put-2^31-bytes", "write-2^40-bytes"])
+def test_wide_write_and_a_wait_diagnose_in_bounded_memory(tmp_path, events):
+    doc = weird.manifest_doc(3, 1)
+    assert diagnose(weird.write(tmp_path / "t", doc, events, False), timeout=60) is None
