@@ -23,7 +23,8 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
                  fail_on: str | None = None, config_path: Path | None = None, *,
                  select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
                  output: Path | None = None, progress: bool = True,
-                 window_events: int | None = None, jobs: int | None = None) -> int:
+                 window_events: int | None = None, jobs: int | None = None,
+                 max_findings: int | None = None, source_root: Path | None = None) -> int:
     """Diagnose ``inputs`` and print the report; returns the exit code (never raises on bad input).
 
     ``fail_on`` None takes the config's ``fail-on`` (default error).  ``out``
@@ -61,6 +62,10 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
         return 2
     sink = out if out is not None else sys.stdout
     color = (fmt == "text" and output is None and _isatty(sink) and "NO_COLOR" not in os.environ)
+    if fmt == "text" and max_findings is not None:
+        extra["max_findings"] = max_findings
+    if fmt == "sarif" and source_root is not None:
+        extra["source_root"] = source_root
     text = render(report, fmt, fail_on=config.fail_on, color=color, **extra)
     if output is not None:
         try:
@@ -135,8 +140,15 @@ def register(app: typer.Typer) -> None:
         jobs: Annotated[Optional[int], typer.Option(
             "--jobs", "-j", metavar="N", help="Diagnose N windows at once, a process each (default: the "
                                              "config's jobs, else 1); memory grows with N.")] = None,
+        max_findings: Annotated[Optional[int], typer.Option(
+            "--max-findings", metavar="N", min=1, help="Text: list at most N defect classes and print at most N "
+                                                       "findings in full; the rest are counted (default 200).")] = None,
+        source_root: Annotated[Optional[Path], typer.Option(
+            "--source-root", metavar="DIR", help="SARIF: where the manifest's relative source paths sit in the "
+                                                 "repository (the current directory), e.g. csrc.")] = None,
     ) -> None:
         """Diagnose a trace: root causes first, then the symptoms they explain."""
         code = run_diagnose(inputs, fmt, None, fail_on, config, select=select, ignore=ignore,
-                            output=output, progress=not no_progress, window_events=window_events, jobs=jobs)
+                            output=output, progress=not no_progress, window_events=window_events, jobs=jobs,
+                            max_findings=max_findings, source_root=source_root)
         raise typer.Exit(code)
