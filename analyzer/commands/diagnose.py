@@ -35,7 +35,7 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
     from analyzer.report import render
     from ingest.errors import TraceError
 
-    from ._common import progress as progress_line
+    from ._common import Bars
 
     err = sys.stderr
     if fmt not in FORMATS:
@@ -47,13 +47,11 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
         config = load_config(config_path, search_from=[*(inputs[:1]), Path.cwd()])
         config = config.with_overrides(select=select, ignore=ignore, fail_on=fail_on, window_events=window_events,
                                        jobs=jobs)
-        with progress_line("ingest", enabled=progress) as bar:
-            # Count events read; the write phase is quick next to reading and the rules.
-            count = lambda phase, n: bar(n) if phase == "read" else None  # noqa: E731
+        with Bars(enabled=progress) as bars:  # events read and written, windows and rules run
             if fmt == "html":
-                report, extra = _with_facts(inputs, config, count)
+                report, extra = _with_facts(inputs, config, bars)
             else:
-                report, extra = diagnose(inputs, config, progress=count), {}
+                report, extra = diagnose(inputs, config, progress=bars), {}
     except (TraceError, ConfigError) as e:
         print(f"moetrace: error: {e}", file=err)
         return 2
@@ -88,7 +86,7 @@ def _with_facts(inputs: Sequence[Path], config, progress):
     from analyzer.report._html_facts import gather
 
     with as_dataset(inputs, progress=progress) as ds:
-        report = diagnose([ds], config)
+        report = diagnose([ds], config, progress=progress)
         facts = gather(ds)
     # The report names what the user gave, not the temporary dataset raw inputs were ingested into.
     report = replace(report, trace=replace(report.trace, inputs=tuple(str(p) for p in inputs)))
@@ -132,7 +130,8 @@ def register(app: typer.Typer) -> None:
             "--select", metavar="CODES", help="Only these rules: codes, prefixes (MT1) or families, comma-separated.")] = None,
         ignore: Annotated[Optional[list[str]], typer.Option(
             "--ignore", metavar="CODES", help="Skip these rules (added to the config's ignore).")] = None,
-        no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress line on stderr.")] = False,
+        no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars on stderr (there are "
+                                                                        "none unless it is a terminal).")] = False,
         window_events: Annotated[Optional[int], typer.Option(
             "--window-events", metavar="N", help="Diagnose a trace larger than N events a window of launches at "
                                                 "a time, to bound memory (default: the config's window-events, "
