@@ -130,6 +130,7 @@ def test_junit_testcase_per_class(report):
     assert (route.get("file"), route.get("line")) == ("kernels/dispatch.cc", "88")
     assert (waits.get("file"), waits.get("line")) == ("kernels/combine.cc", "120")
     assert write.get("file").endswith("/ds/manifest.json") and write.get("line") == "1"
+    assert not write.get("file").startswith("file:")  # a path, as JUnit readers expect
     assert waits.find("failure").text.count("\n") == 4 and "root cause" in route.find("failure").text
     assert write.find("failure") is None and "plain write" in write.find("system-out").text
     assert suite.get("tests") == "3" and suite.get("failures") == "2"

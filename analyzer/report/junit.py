@@ -87,14 +87,21 @@ def _name(c: "DefectClass") -> str:
 
 
 def _file_line(c: "DefectClass", paths: Paths) -> tuple[str, int]:
+    """The SARIF location's file as a path: relative to the repository where it lies in it, else absolute."""
     phys = paths.physical(c.source)
-    return phys["artifactLocation"]["uri"], phys["region"]["startLine"]
+    return _path(phys["artifactLocation"]["uri"]), phys["region"]["startLine"]
 
 
 def _rel(path: str, paths: Paths) -> str:
     from pathlib import Path
 
-    return paths.artifact(path, relative_to=Path.cwd())["uri"]
+    return _path(paths.artifact(path, relative_to=Path.cwd())["uri"])
+
+
+def _path(uri: str) -> str:
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else unquote(uri)
 
 
 def _lines(fs: list["Finding"]) -> str:
