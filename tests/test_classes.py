@@ -154,3 +154,20 @@ def test_source_root_maps_manifest_paths(ds, tmp_path, test_rules):
     assert paths.physical("k.cc")["region"] == {"startLine": 1}  # a site without a line: line 1
     r = run_cli("diagnose", ds, "-f", "sarif", "--source-root", "csrc", "--select", "MT5")
     assert "csrc/kernels/dispatch.cc" in r.stdout
+
+
+def test_text_caps_the_symptom_classes_under_a_root():
+    from analyzer.classes import group
+    from analyzer.engine import Report, TraceInfo
+    from analyzer.finding import Finding, Location
+
+    def finding(i, code, **kw):
+        return Finding(id=f"F{i}", code=code, family="hang", name="x", severity="error", confidence="certain",
+                       message=f"rank {i} stuck", location=Location(rank=i, core=0), **kw)
+
+    symptoms = [finding(i, f"MT1{i:02d}", caused_by=("F1",)) for i in range(2, 27)]
+    root = finding(1, "MT501", explains=tuple(f.id for f in symptoms))
+    found, classes = group([root, *symptoms])
+    text = render(Report(found, TraceInfo(inputs=("x",)), classes=classes), "text")
+    assert text.count("\n    - 1 x MT1") == 20
+    assert "    - ... and 5 more symptoms in 5 more classes: C22, C23, C24, C25, C26" in text

@@ -127,11 +127,11 @@ def _result(c: "DefectClass", by_id: dict[str, "Finding"], report: "Report", ind
     rep = members[0]
     symptoms = list(dict.fromkeys(s for m in members for s in m.explains))
     level = max([c.severity] + [by_id[s].severity for s in symptoms], key=severity_rank)
-    related = [(m, f"same defect at {m.location.text()}: {m.message}") for m in members[1:]]
-    related += [(by_id[s], f"symptom {s} {by_id[s].code} {by_id[s].name} at {by_id[s].location.text()}: "
-                           f"{by_id[s].message}") for s in symptoms]
-    omitted = max(0, len(related) - (MAX_LOCATIONS - 1))
-    related = related[:MAX_LOCATIONS - 1]
+    places = [(m, True) for m in members[1:]] + [(by_id[s], False) for s in symptoms]
+    omitted = max(0, len(places) - (MAX_LOCATIONS - 1))
+    related = [(f, f"same defect at {f.location.text()}: {f.message}" if same else
+                f"symptom {f.id} {f.code} {f.name} at {f.location.text()}: {f.message}")
+               for f, same in places[:MAX_LOCATIONS - 1]]
     res: dict[str, Any] = {
         "ruleId": c.code, "level": level, "message": {"text": _message(c, rep, symptoms, by_id, report)},
         "locations": [_location(rep.location, paths)],

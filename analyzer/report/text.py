@@ -27,6 +27,7 @@ MAX_FINDINGS = 200  # classes listed and findings printed in full, by default (-
 _MAX_EVIDENCE = 8
 _CMPS = ("eq", "ne", "gt", "ge", "lt", "le")
 _MAX_IDS = 6
+_MAX_GROUPS = 20  # symptom classes listed under one root class
 _COLORS = {"error": "31;1", "warning": "33;1", "note": "36", "head": "1", "dim": "2"}
 
 
@@ -161,13 +162,22 @@ def _symptoms(symptoms: list["Finding"], report: "Report", paint: _Paint) -> lis
     for s in symptoms:
         groups.setdefault(s.defect_class, []).append(s)
     out = [f"  explains {plural(len(symptoms), 'symptom')}:"]
-    for cid, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), int(kv[0][1:] or 0))):
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), int(kv[0][1:] or 0)))
+    if len(ordered) > _MAX_GROUPS:
+        rest = ordered[_MAX_GROUPS:]
+        ordered = ordered[:_MAX_GROUPS]
+    else:
+        rest = []
+    for cid, members in ordered:
         rep = members[0]
         rank_set = {m.location.rank for m in members if m.location.rank is not None}
         where = f" on {'rank' if len(rank_set) == 1 else 'ranks'} {compress_ranks(rank_set)}" if rank_set else ""
         out.append(f"    - {len(members)} x {rep.code} {rep.name}{where} ({cid}): {_class_text(rep, _class_of(rep))}")
         out.append(f"      e.g. {rep.id} at {rep.location.place()}: {rep.message}")
         out.append("      " + paint(f"ids: {_ids(m.id for m in members)}", "dim"))
+    if rest:
+        out.append(f"    - ... and {plural(sum(len(ms) for _, ms in rest), 'more symptom')} in "
+                   f"{plural(len(rest), 'more class', 'more classes')}: {_ids(cid for cid, _ in rest)}")
     return out
 
 
