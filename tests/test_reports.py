@@ -195,3 +195,26 @@ def test_text_clean_and_unresolved_cause(tmp_path):
 def test_compress_ranks():
     assert compress_ranks([5, 0, 1, 2, 3, 7, 8, 3]) == "0-3,5,7-8"
     assert compress_ranks([]) == "" and compress_ranks([4]) == "4"
+
+
+def test_github_checks_catch_what_code_scanning_rejects(report):
+    from _sarif_check import github_problems
+
+    good = json.loads(render(report, "sarif"))
+    assert list(github_problems(good, 1000)) == []
+
+    def broken(edit):
+        doc = json.loads(json.dumps(good))
+        edit(doc["runs"][0])
+        return list(github_problems(doc, 1000))
+
+    assert broken(lambda run: run["results"][1]["locations"][0].pop("physicalLocation"))
+    assert broken(lambda run: run["results"][0]["relatedLocations"][0].pop("physicalLocation"))
+    assert broken(lambda run: run["results"][0]["locations"][0]["physicalLocation"]["region"].update(startLine=0))
+    assert broken(lambda run: run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+                  .update(uriBaseId="NOPE"))
+    assert broken(lambda run: run["results"][0].pop("partialFingerprints"))
+    assert broken(lambda run: run["results"][0].update(locations=[]))
+    assert broken(lambda run: run["results"].extend([run["results"][0]] * 25_000))
+    assert broken(lambda run: run["tool"]["driver"]["rules"][0].pop("helpUri"))
+    assert list(github_problems(good, 11 * 2**20))  # over 10 MB gzipped
