@@ -107,7 +107,7 @@ def _symptom_list(root: "Finding", by_id: dict) -> str:
     groups: dict = {}
     for sid in root.explains:
         s = by_id[sid]
-        groups.setdefault((s.code, repr(_class_of(s))), []).append(s)
+        groups.setdefault((s.code, s.defect_class), []).append(s)
     items = []
     for (code, _), members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         rep = members[0]
