@@ -20,6 +20,9 @@ the manifest's sites), and links causes.  How causes become root causes:
   symptoms in the order of the first root that explains them, nearest
   first (direct symptoms before the symptoms of symptoms).  Ids F1..Fn
   follow that order.
+- After linking, ``analyzer.classes.group`` sorts the findings into defect
+  classes (one defect at many ranks, cores, launches); ``Report.classes``
+  holds them, each finding its class id.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .causes import link
+from .classes import DefectClass, group
 from .config import Config
 from .finding import Evidence, Finding, Location, fingerprint, jsonable, normalize_key
 
@@ -104,6 +108,17 @@ class Report:
     trace: TraceInfo
     rules: tuple[type["Rule"], ...] = ()  # the rules run, in code order
     config: Config = field(default_factory=Config)
+    classes: tuple[DefectClass, ...] = ()  # the findings grouped into defects (analyzer.classes)
+    started: str = ""  # when the diagnosis began, UTC ISO 8601 (seconds)
+    seconds: float = 0.0  # its wall time
+    rule_seconds: tuple[tuple[str, float], ...] = ()  # (code, seconds in the rule) where measured in-process
+
+    def class_of(self, f: Finding) -> DefectClass:
+        return self._classes[f.defect_class]
+
+    @property
+    def _classes(self) -> dict[str, DefectClass]:
+        return {c.id: c for c in self.classes}
 
     def by_id(self, fid: str) -> Finding:
         return self._ids[fid]
@@ -131,6 +146,7 @@ class Report:
             sev[f.severity] += 1
         roots = sum(1 for f in self.findings if f.is_root)
         return {"findings": len(self.findings), "root_causes": roots, "symptoms": len(self.findings) - roots,
+                "classes": len(self.classes), "root_classes": sum(1 for c in self.classes if c.root),
                 "by_severity": sev, "by_family": dict(sorted(fam.items()))}
 
 
@@ -142,7 +158,9 @@ def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = 
              progress: Callable[[str, int], None] | None = None) -> Report:
     """Diagnose a dataset directory, or raw traces (JSONL dirs, .mtr dumps) ingested on the fly.
 
-    ``progress(phase, n)`` is handed to the ingest of raw inputs.  ``rules``
+    ``progress(phase, n)`` is handed to the ingest of raw inputs ("read",
+    "write"), then told of the diagnosis: "windows" / "rules" with n the
+    total once, "window" / "rule" with n done as each ends.  ``rules``
     replaces the registry (tests register their own); the config still selects.
     """
     from ingest.dataset import is_dataset
@@ -158,7 +176,7 @@ def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = 
         rules = registry().values()
     selected = config.select_rules([type(r) if not isinstance(r, type) else r for r in rules])
     if len(paths) == 1 and is_dataset(paths[0]):
-        return _run(paths[0], paths, config, selected)
+        return _run(paths[0], paths, config, selected, progress)
     for p in paths:
         if not p.exists():
             raise TraceError(p, "", "no such file or directory")
@@ -172,16 +190,22 @@ def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = 
     try:
         out = tmp / "dataset"
         ingest(paths, out, progress=progress)
-        return _run(out, paths, config, selected)
+        return _run(out, paths, config, selected, progress)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[type["Rule"]]) -> Report:
+def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[type["Rule"]],
+         progress: Callable[[str, int], None] | None = None) -> Report:
+    from datetime import datetime, timezone
+
     from ingest.dataset import Dataset
 
     from .windows import plan
 
+    started = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    tell = progress or (lambda phase, n: None)
     ds = Dataset(dataset)
     total = ds.num_rows()
     windows = plan(ds.blocks, config.window_events, total)
@@ -189,21 +213,33 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
     drafts: list[Finding] = []
     jobs = min(config.jobs, len(windows))
+    tell("windows", len(windows))
+    times: dict[str, float] = {}
     if jobs > 1 and _registered(selected):
         for found in _parallel(dataset, windows, config, selected, jobs):
             drafts.extend(found)
+            tell("window", 1)
     else:
+        tell("rules", len(windows) * len(selected))
         for w in windows:
-            drafts.extend(_run_window(ds, w, config, selected, prof))
+            drafts.extend(_run_window(ds, w, config, selected, prof, times, tell))
+            tell("window", 1)
     lost = sorted((c.rank, c.core, c.missing) for c in ds.report.cores if c.missing)
     info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=ds.manifest.protocol,
                      ranks=ds.manifest.ranks, cores=ds.manifest.cores, events=total,
                      ranks_missing=tuple(ds.report.ranks_missing), lost=tuple(lost))
-    return Report(link(drafts), info, tuple(selected), config)
+    findings, classes = group(link(drafts))
+    return Report(findings, info, tuple(selected), config, classes=classes, started=started,
+                  seconds=time.perf_counter() - t0, rule_seconds=tuple(times.items()))
 
 
-def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof) -> list[Finding]:
-    """Run every selected rule on one window; the findings it owns, evidence resolved."""
+def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
+                times: dict[str, float] | None = None, tell=None) -> list[Finding]:
+    """Run every selected rule on one window; the findings it owns, evidence resolved.
+
+    ``times`` adds up each rule's seconds (check and evidence, not the shared
+    analyses); ``tell("rule", 1)`` as each rule ends.
+    """
     from rules.analyses import run
     from rules.trace import TraceView
 
@@ -219,15 +255,23 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof) 
             if _owns(window, hit, trace):
                 out.append(_finding(hit, by_code.get(hit.code, rule), config, trace))
         prof and prof.mark(f"{rule.code} evidence")
+        if times is not None:
+            times[rule.code] = times.get(rule.code, 0.0) + time.perf_counter() - began[0]
+        tell and tell("rule", 1)
 
     current: list = [None]
+    began = [time.perf_counter()]
+
+    def on_start(rule) -> None:
+        current[0] = rule
+        began[0] = time.perf_counter()
 
     def on_analysis(name: str) -> None:
         prof and prof.mark(f"analysis {name}")
 
     try:
         run(trace, selected, config.options_for, on_rule=on_rule, on_analysis=on_analysis,
-            on_start=lambda rule: current.__setitem__(0, rule))
+            on_start=on_start)
     except Exception as e:  # a rule bug: keep the original as __cause__ for tests and debugging
         code = current[0].code if current[0] is not None else "analysis"
         raise RuleError(code, e) from e

@@ -105,7 +105,8 @@ class Finding:
 
     ``caused_by`` holds finding ids of this report; a root cause has none.
     ``explains`` (filled by the engine) holds the ids of every symptom that
-    leads back to this finding through ``caused_by``, transitively.
+    leads back to this finding through ``caused_by``, transitively.  A root
+    cause is a finding with no cause, in every output.
     """
 
     id: str
@@ -122,6 +123,7 @@ class Finding:
     extra: Mapping[str, Any] = field(default_factory=dict)
     key: tuple = ()  # the rule's key, for cause links; not part of the report schema
     explains: tuple[str, ...] = ()
+    defect_class: str = ""  # the id of its defect class (analyzer.classes), C1..Cn
 
     @property
     def is_root(self) -> bool:
@@ -135,7 +137,7 @@ class Finding:
                 "severity": self.severity, "confidence": self.confidence, "message": self.message,
                 "location": self.location.to_json(), "evidence": [e.to_json() for e in self.evidence],
                 "caused_by": list(self.caused_by), "root_cause": self.is_root,
-                "explains": list(self.explains), "fingerprint": self.fingerprint,
+                "explains": list(self.explains), "class": self.defect_class, "fingerprint": self.fingerprint,
                 "extra": jsonable(dict(self.extra))}
 
 

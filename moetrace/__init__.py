@@ -142,16 +142,16 @@ class Diagnosis:
         return self.report.by_id(fid)
 
     def findings(self) -> "pl.DataFrame":
-        """One row per finding, in report order (roots first); ``root`` true for a root cause."""
+        """One row per finding, in report order (roots first); ``class`` its defect class, ``root`` true for a root cause."""
         import polars as pl
 
         rows = [(f.id, f.code, f.family, f.name, f.severity, f.confidence, f.location.rank, f.location.core,
-                 f.location.launch, f.location.region, f.location.offset, f.location.source, f.message, f.is_root,
-                 list(f.caused_by), list(f.explains)) for f in self.report.findings]
+                 f.location.launch, f.location.region, f.location.offset, f.location.source, f.message,
+                 f.defect_class, f.is_root, list(f.caused_by), list(f.explains)) for f in self.report.findings]
         schema = {"id": pl.String, "code": pl.String, "family": pl.String, "name": pl.String,
                   "severity": pl.String, "confidence": pl.String, "rank": pl.Int16, "core": pl.Int16,
                   "launch": pl.Int32, "region": pl.String, "offset": pl.Int64, "source": pl.String,
-                  "message": pl.String, "root": pl.Boolean, "caused_by": pl.List(pl.String),
+                  "message": pl.String, "class": pl.String, "root": pl.Boolean, "caused_by": pl.List(pl.String),
                   "explains": pl.List(pl.String)}
         return pl.DataFrame(rows, schema=schema, orient="row")
 

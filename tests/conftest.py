@@ -41,3 +41,20 @@ def run_cli(*args: str) -> CliResult:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(autouse=True)
+def _every_sarif_is_checked(monkeypatch):
+    """Each SARIF document a test makes (through the CLI or the API) passes the schema and GitHub's rules."""
+    from analyzer.report import sarif
+
+    from _sarif_check import check_sarif
+
+    made = sarif.to_sarif
+
+    def checked(*args, **kwargs):
+        doc = made(*args, **kwargs)
+        check_sarif(doc)
+        return doc
+
+    monkeypatch.setattr(sarif, "to_sarif", checked)

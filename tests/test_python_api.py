@@ -67,7 +67,8 @@ def test_diagnosis_dataframe_roots_and_select(demo):
     d = t.diagnose()
     df = d.findings()
     assert df.columns[:8] == ["id", "code", "family", "name", "severity", "confidence", "rank", "core"]
-    assert {"launch", "message", "root"} <= set(df.columns)
+    assert {"launch", "message", "class", "root"} <= set(df.columns)
+    assert df["class"].to_list() == [f.defect_class for f in d.report.findings] and df["class"][0] == "C1"
     assert df.schema["root"] == pl.Boolean and df.schema["rank"] == pl.Int16
     assert df.height == len(d.report.findings)
     roots = df.filter(pl.col("root"))

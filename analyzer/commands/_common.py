@@ -1,11 +1,8 @@
-"""Helpers shared by the commands: errors, progress on stderr only on a terminal."""
+"""Helpers shared by the commands: errors, progress bars on stderr only on a terminal, help labels."""
 
 from __future__ import annotations
 
 import sys
-import time
-from contextlib import contextmanager
-from typing import Iterator
 
 import typer
 
@@ -16,44 +13,60 @@ def die(message: str, code: int = 2) -> "typer.Exit":
     return typer.Exit(code)
 
 
-class Progress:
-    """A minimal progress line on stderr; silent unless stderr is a terminal."""
+# What the engine and ingest report (``progress(phase, n)``): phase -> (bar, whether n is the bar's total).
+_PHASES = {"read": ("events read", False), "write": ("rows written", False),
+           "windows": ("windows diagnosed", True), "window": ("windows diagnosed", False),
+           "rules": ("rules run", True), "rule": ("rules run", False)}
 
-    def __init__(self, label: str, total: int | None = None, enabled: bool = True):
-        self.label = label
-        self.total = total
-        self.done = 0
-        self.enabled = enabled and sys.stderr.isatty()
-        self._last = 0.0
 
-    def __call__(self, n: int) -> None:
-        self.done += n
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self._last < 0.1:
-            return
-        self._last = now
-        if self.total:
-            pct = 100.0 * self.done / self.total
-            sys.stderr.write(f"\r{self.label}: {self.done:,}/{self.total:,} ({pct:.0f}%)")
-        else:
-            sys.stderr.write(f"\r{self.label}: {self.done:,}")
-        sys.stderr.flush()
+class Bars:
+    """Progress bars on stderr through ``rich.progress``, only when stderr is a terminal.
 
-    def close(self) -> None:
+    On a pipe or a file nothing is written and rich is never imported: stdout
+    stays machine-readable and a CI log gets no carriage returns.  Bars are
+    transient (cleared when the work ends).  ``bars(phase, n)`` is the
+    callback the engine and ingest take.
+    """
+
+    def __init__(self, enabled: bool = True, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled and _isatty(self.stream)
+        self._bars = None
+        self._tasks: dict[str, int] = {}
+
+    def __enter__(self) -> "Bars":
         if self.enabled:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), console=Console(file=self.stream), transient=True)
+            self._bars.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bars is not None:
+            self._bars.stop()
+            self._bars = None
+
+    def __call__(self, phase: str, n: int) -> None:
+        if self._bars is None or phase not in _PHASES:
+            return
+        label, is_total = _PHASES[phase]
+        task = self._tasks.get(label)
+        if task is None:
+            task = self._tasks[label] = self._bars.add_task(label, total=None)
+        if is_total:
+            self._bars.update(task, total=n)
+        else:
+            self._bars.advance(task, n)
 
 
-@contextmanager
-def progress(label: str, total: int | None = None, enabled: bool = True) -> Iterator[Progress]:
-    p = Progress(label, total, enabled)
+def _isatty(stream) -> bool:
     try:
-        yield p
-    finally:
-        p.close()
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 from typer.core import TyperArgument, TyperCommand, TyperOption  # noqa: E402  (typer is loaded already)

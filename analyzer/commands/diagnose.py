@@ -23,7 +23,8 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
                  fail_on: str | None = None, config_path: Path | None = None, *,
                  select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
                  output: Path | None = None, progress: bool = True,
-                 window_events: int | None = None, jobs: int | None = None) -> int:
+                 window_events: int | None = None, jobs: int | None = None,
+                 max_findings: int | None = None, source_root: Path | None = None) -> int:
     """Diagnose ``inputs`` and print the report; returns the exit code (never raises on bad input).
 
     ``fail_on`` None takes the config's ``fail-on`` (default error).  ``out``
@@ -34,7 +35,7 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
     from analyzer.report import render
     from ingest.errors import TraceError
 
-    from ._common import progress as progress_line
+    from ._common import Bars
 
     err = sys.stderr
     if fmt not in FORMATS:
@@ -46,13 +47,11 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
         config = load_config(config_path, search_from=[*(inputs[:1]), Path.cwd()])
         config = config.with_overrides(select=select, ignore=ignore, fail_on=fail_on, window_events=window_events,
                                        jobs=jobs)
-        with progress_line("ingest", enabled=progress) as bar:
-            # Count events read; the write phase is quick next to reading and the rules.
-            count = lambda phase, n: bar(n) if phase == "read" else None  # noqa: E731
+        with Bars(enabled=progress) as bars:  # events read and written, windows and rules run
             if fmt == "html":
-                report, extra = _with_facts(inputs, config, count)
+                report, extra = _with_facts(inputs, config, bars)
             else:
-                report, extra = diagnose(inputs, config, progress=count), {}
+                report, extra = diagnose(inputs, config, progress=bars), {}
     except (TraceError, ConfigError) as e:
         print(f"moetrace: error: {e}", file=err)
         return 2
@@ -61,6 +60,10 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
         return 2
     sink = out if out is not None else sys.stdout
     color = (fmt == "text" and output is None and _isatty(sink) and "NO_COLOR" not in os.environ)
+    if fmt == "text" and max_findings is not None:
+        extra["max_findings"] = max_findings
+    if fmt == "sarif" and source_root is not None:
+        extra["source_root"] = source_root
     text = render(report, fmt, fail_on=config.fail_on, color=color, **extra)
     if output is not None:
         try:
@@ -83,7 +86,7 @@ def _with_facts(inputs: Sequence[Path], config, progress):
     from analyzer.report._html_facts import gather
 
     with as_dataset(inputs, progress=progress) as ds:
-        report = diagnose([ds], config)
+        report = diagnose([ds], config, progress=progress)
         facts = gather(ds)
     # The report names what the user gave, not the temporary dataset raw inputs were ingested into.
     report = replace(report, trace=replace(report.trace, inputs=tuple(str(p) for p in inputs)))
@@ -127,7 +130,8 @@ def register(app: typer.Typer) -> None:
             "--select", metavar="CODES", help="Only these rules: codes, prefixes (MT1) or families, comma-separated.")] = None,
         ignore: Annotated[Optional[list[str]], typer.Option(
             "--ignore", metavar="CODES", help="Skip these rules (added to the config's ignore).")] = None,
-        no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress line on stderr.")] = False,
+        no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars on stderr (there are "
+                                                                        "none unless it is a terminal).")] = False,
         window_events: Annotated[Optional[int], typer.Option(
             "--window-events", metavar="N", help="Diagnose a trace larger than N events a window of launches at "
                                                 "a time, to bound memory (default: the config's window-events, "
@@ -135,8 +139,15 @@ def register(app: typer.Typer) -> None:
         jobs: Annotated[Optional[int], typer.Option(
             "--jobs", "-j", metavar="N", help="Diagnose N windows at once, a process each (default: the "
                                              "config's jobs, else 1); memory grows with N.")] = None,
+        max_findings: Annotated[Optional[int], typer.Option(
+            "--max-findings", metavar="N", min=1, help="Text: list at most N defect classes and print at most N "
+                                                       "findings in full; the rest are counted (default 200).")] = None,
+        source_root: Annotated[Optional[Path], typer.Option(
+            "--source-root", metavar="DIR", help="SARIF: where the manifest's relative source paths sit in the "
+                                                 "repository (the current directory), e.g. csrc.")] = None,
     ) -> None:
         """Diagnose a trace: root causes first, then the symptoms they explain."""
         code = run_diagnose(inputs, fmt, None, fail_on, config, select=select, ignore=ignore,
-                            output=output, progress=not no_progress, window_events=window_events, jobs=jobs)
+                            output=output, progress=not no_progress, window_events=window_events, jobs=jobs,
+                            max_findings=max_findings, source_root=source_root)
         raise typer.Exit(code)

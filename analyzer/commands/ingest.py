@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
                                                  "or moetrace datasets"),
         out: Path = typer.Option(..., "-o", "--out", metavar="DATASET", help="dataset directory to write"),
         force: bool = typer.Option(False, "--force", help="replace DATASET if it exists"),
-        no_progress: bool = typer.Option(False, "--no-progress", help="no progress line on stderr"),
+        no_progress: bool = typer.Option(False, "--no-progress", help="no progress bars on stderr (none unless it is a terminal)"),
         fmt: Literal["text", "json"] = typer.Option("text", "--format", help="report format"),
     ) -> None:
         """Validate a trace (manifest + events) and write it as a moetrace dataset."""
@@ -26,12 +26,10 @@ def register(app: typer.Typer) -> None:
 
         from ingest.run import ingest
 
-        from ._common import progress
+        from ._common import Bars
 
-        with progress("reading events", enabled=not no_progress) as rd, \
-                progress("writing ranks", enabled=not no_progress) as wr:
-            bars = {"read": rd, "write": wr}
-            report = ingest(inputs, out, force=force, progress=lambda phase, n: bars[phase](n))
+        with Bars(enabled=not no_progress) as bars:  # events read, rows written
+            report = ingest(inputs, out, force=force, progress=bars)
         if fmt == "json":
             doc = {"dataset": str(out), **report.to_json()}
             typer.echo(json.dumps(doc, indent=2))

@@ -1,7 +1,7 @@
 """A root cause and the symptoms it explains as a wait-for graph, drawn as inline SVG.
 
 Nodes are the root and its symptoms grouped the way the text report groups
-them (code and symptom class), so a hang of 64 ranks draws one node "63 x
+them (by defect class), so a hang of 64 ranks draws one node "63 x
 MT101 on ranks 1-63", not 63 boxes.  Columns are distances from the root
 along ``caused_by``; an arrow runs from a symptom to what it waits for (its
 cause).  No script, no external resource: the picture is in the page.
@@ -22,9 +22,7 @@ MAX_PER_COLUMN = 8
 
 
 def _class_key(f: "Finding"):
-    from .text import _class_of
-
-    return (f.code, repr(_class_of(f)))
+    return (f.code, f.defect_class)  # the defect class (analyzer.classes), as the text report groups symptoms
 
 
 def graph(root: "Finding", by_id: dict[str, "Finding"]) -> str:

@@ -35,9 +35,7 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
     from .text import _summary
 
     fail_on = fail_on or report.config.fail_on
-    roots = [f for f in report.findings if f.is_root and (f.explains or f.severity == "error")]
-    shown = {f.id for f in roots}
-    others = [f for f in report.findings if f.is_root and f.id not in shown]
+    roots = report.roots  # the JSON report's root causes, as the text report lists them
     by_id = {f.id: f for f in report.findings}
     t = report.trace
     failing = bool(report.failing(fail_on))
@@ -50,12 +48,15 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
     else:
         body.append("<p>complete trace: no events lost, every rank present</p>")
     body.append(f'<p class="verdict {"fail" if failing else "pass"}">'
-                f'{escape(_summary(report, fail_on, roots, others))}</p></header>')
+                f'{escape(_summary(report, fail_on))}</p></header>')
     body.append(f'<section id="roots"><h2>Root causes ({len(roots)})</h2>')
     if not roots:
-        body.append('<p class="none">No root cause: nothing at error level, and no finding explains another.</p>')
-    for f in roots:
+        body.append('<p class="none">No root cause: no findings.</p>')
+    for f in roots[:MAX_FINDINGS]:
         body.append(_root(f, by_id))
+    if len(roots) > MAX_FINDINGS:
+        body.append(f'<p class="none">... and {len(roots) - MAX_FINDINGS:,} more root causes '
+                    f'(moetrace diagnose --format json has every one).</p>')
     body.append("</section>")
     body.append(f'<div class="panels">{_stops(facts)}{_heatmaps(facts)}</div>')
     body.append(f'<section id="findings"><h2>All findings ({len(report.findings)})</h2>')
@@ -106,7 +107,7 @@ def _symptom_list(root: "Finding", by_id: dict) -> str:
     groups: dict = {}
     for sid in root.explains:
         s = by_id[sid]
-        groups.setdefault((s.code, repr(_class_of(s))), []).append(s)
+        groups.setdefault((s.code, s.defect_class), []).append(s)
     items = []
     for (code, _), members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         rep = members[0]

@@ -37,6 +37,7 @@ def to_json(report: "Report", fail_on: str | None = None) -> dict[str, Any]:
                   for r in report.rules],
         "summary": {**report.counts(), "fail_on": fail_on, "failing": len(failing),
                     "exit_code": 1 if failing else 0},
+        "classes": [c.to_json() for c in report.classes],
         "findings": [f.to_json() for f in report.findings],
     }
 

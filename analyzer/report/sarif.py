@@ -1,56 +1,106 @@
-"""SARIF 2.1.0, for code scanning: each result sits on the kernel source line that caused it.
+"""SARIF 2.1.0 for code scanning: one result per root-cause defect class, on the kernel line that caused it.
 
-Results are located at the kernel's file:line where the manifest's sites name
-one (physicalLocation), and always at the device place (a logicalLocation
-"rank R core C"), since a line alone does not say which of 4096 ranks hung.
-Evidence events become relatedLocations; ids, causes and confidence travel in
-the result's property bag, so a consumer can rebuild the cause chains.
+One bug is one alert: a root-cause class (analyzer.classes) becomes one
+result; its other places and every symptom it explains (the 63 ranks a dead
+rank stopped) are the result's relatedLocations.  Every location has a
+physicalLocation, as GitHub requires: the kernel's file:line where the
+manifest's sites name one, else the trace given on the command line, line 1
+(``_sarif_paths``).  The device place rides along as a logicalLocation.
+
+Fingerprints are the class's (``moetraceClass/v1``), never a rank's, so a
+flaky hang that stops another rank on the rerun matches the same alert.
+GitHub's limits are kept (``MAX_RESULTS``, ``MAX_LOCATIONS``,
+``MAX_GZIP_BYTES``): what is left out is counted in a notification.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
-from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
-from analyzer.finding import Location, _split_source, jsonable
+from analyzer.finding import Location, jsonable, severity_rank
 
-from ._fmt import doc_sections
+from ._fmt import compress_ranks, doc_sections, plural
+from ._sarif_paths import SRCROOT, Paths
 
 if TYPE_CHECKING:  # pragma: no cover
+    from analyzer.classes import DefectClass
     from analyzer.engine import Report
-    from analyzer.finding import Evidence, Finding
+    from analyzer.finding import Finding
     from rules.base import Rule
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-FINGERPRINT_KEY = "moetraceFinding/v1"
+FINGERPRINT_KEY = "moetraceClass/v1"
+# GitHub code scanning: a run over 25,000 results is rejected and only the top 5,000 are kept; a result
+# may have 1,000 locations (related ones counted here too); an upload may be 10 MB gzipped.
+MAX_RESULTS = 5000
+MAX_LOCATIONS = 1000
+MAX_GZIP_BYTES = 9 * 2**20
+_MAX_IDS = 1000  # finding ids listed in a result's property bag
 
 
-def to_sarif(report: "Report", fail_on: str | None = None) -> dict[str, Any]:
+def to_sarif(report: "Report", fail_on: str | None = None, *, source_root: str | Path | None = None,
+             max_gzip_bytes: int = MAX_GZIP_BYTES) -> dict[str, Any]:
     from .json import tool_info
 
     info = tool_info()
+    paths = Paths(report.trace.inputs, source_root)
     rules = list(report.rules)
     index = {r.code: i for i, r in enumerate(rules)}
-    driver: dict[str, Any] = {"name": info["name"], "version": info["version"],
-                              "rules": [rule_descriptor(r) for r in rules]}
+    by_id = {f.id: f for f in report.findings}
+    roots = [c for c in report.classes if c.root]
+    results = [_result(c, by_id, report, index, paths) for c in roots[:MAX_RESULTS]]
     notes = [{"level": "warning", "message": {"text": f"partial trace: {g}"}} for g in report.trace.gap_lines()]
-    invocation: dict[str, Any] = {"executionSuccessful": True}
-    if notes:
-        invocation["toolExecutionNotifications"] = notes
-    run = {
-        "tool": {"driver": driver},
-        "invocations": [invocation],
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": info["name"], "version": info["version"],
+                            "rules": [rule_descriptor(r) for r in rules]}},
+        "invocations": [{"executionSuccessful": True}],
+        "originalUriBaseIds": {SRCROOT: paths.base()},
         "columnKind": "unicodeCodePoints",
-        "results": [_result(f, index) for f in report.findings],
+        "results": results,
         "properties": {"trace": report.trace.to_json(), "summary": report.counts(),
                        "failOn": fail_on or report.config.fail_on},
     }
-    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+    doc = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+    kept = _fit(doc, max_gzip_bytes)
+    left = len(roots) - kept
+    if left:
+        shown = sum(c.size + len({s for m in c.members for s in by_id[m].explains}) for c in roots[:kept])
+        notes.append({"level": "warning", "message": {"text": (
+            f"{plural(left, 'result')} of {len(roots)} left out to stay within GitHub code scanning's limits "
+            f"({MAX_RESULTS:,} results, {max_gzip_bytes / 2**20:.0f} MB gzipped): the results kept cover "
+            f"{shown:,} of {len(report.findings):,} findings, most severe first; "
+            "moetrace diagnose --format json has every one")}})
+        run["properties"]["resultsOmitted"] = left
+    if notes:
+        run["invocations"][0]["toolExecutionNotifications"] = notes
+    return doc
 
 
-def render(report: "Report", *, fail_on: str | None = None, color: bool = False) -> str:
-    return json.dumps(to_sarif(report, fail_on), indent=2) + "\n"
+def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
+           source_root: str | Path | None = None) -> str:
+    return json.dumps(to_sarif(report, fail_on, source_root=source_root), indent=2) + "\n"
+
+
+def help_uri(code: str) -> str:
+    """docs/rules/CODE.md, generated from the rule's docstring (docs/gen_rule_docs.py).
+
+    Absolute under the package's Documentation URL when its metadata has one;
+    else the path in the repository.
+    """
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        urls = metadata("moetrace").get_all("Project-URL") or []
+    except PackageNotFoundError:
+        urls = []
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "documentation" and url.strip():
+            return f"{url.strip().rstrip('/')}/rules/{code}.md"
+    return f"docs/rules/{code}.md"
 
 
 def rule_descriptor(rule: type["Rule"]) -> dict[str, Any]:
@@ -62,6 +112,7 @@ def rule_descriptor(rule: type["Rule"]) -> dict[str, Any]:
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": sections.get("What it does", rule.summary)},
+        "helpUri": help_uri(rule.code),
         "defaultConfiguration": {"level": _v(rule.severity)},
         "properties": {"family": _v(rule.family), "tags": [_v(rule.family)]},
     }
@@ -70,28 +121,61 @@ def rule_descriptor(rule: type["Rule"]) -> dict[str, Any]:
     return desc
 
 
-def _result(f: "Finding", index: dict[str, int]) -> dict[str, Any]:
-    res: dict[str, Any] = {"ruleId": f.code, "level": f.severity, "message": {"text": f.message},
-                           "locations": [_location(f.location, f.location.source)],
-                           "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint}}
-    if f.code in index:
-        res["ruleIndex"] = index[f.code]
-    if f.evidence:
-        res["relatedLocations"] = [_evidence_location(i, e) for i, e in enumerate(f.evidence)]
+def _result(c: "DefectClass", by_id: dict[str, "Finding"], report: "Report", index: dict[str, int],
+            paths: Paths) -> dict[str, Any]:
+    members = [by_id[i] for i in c.members]
+    rep = members[0]
+    symptoms = list(dict.fromkeys(s for m in members for s in m.explains))
+    level = max([c.severity] + [by_id[s].severity for s in symptoms], key=severity_rank)
+    places = [(m, True) for m in members[1:]] + [(by_id[s], False) for s in symptoms]
+    omitted = max(0, len(places) - (MAX_LOCATIONS - 1))
+    related = [(f, f"same defect at {f.location.text()}: {f.message}" if same else
+                f"symptom {f.id} {f.code} {f.name} at {f.location.text()}: {f.message}")
+               for f, same in places[:MAX_LOCATIONS - 1]]
+    res: dict[str, Any] = {
+        "ruleId": c.code, "level": level, "message": {"text": _message(c, rep, symptoms, by_id, report)},
+        "locations": [_location(rep.location, paths)],
+        "partialFingerprints": {FINGERPRINT_KEY: c.fingerprint},
+    }
+    if c.code in index:
+        res["ruleIndex"] = index[c.code]
+    if related:
+        res["relatedLocations"] = [_location(f.location, paths, text, i + 1) for i, (f, text) in enumerate(related)]
     res["properties"] = {
-        "findingId": f.id, "family": f.family, "confidence": f.confidence,
-        "rootCause": f.is_root, "causedBy": list(f.caused_by), "explains": list(f.explains),
-        "location": f.location.to_json(), "evidence": [e.to_json() for e in f.evidence],
-        "extra": jsonable(dict(f.extra)),
+        "classId": c.id, "findings": c.size, "findingIds": list(c.members[:_MAX_IDS]),
+        "ranks": compress_ranks(c.ranks), "cores": compress_ranks(c.cores), "launches": compress_ranks(c.launches),
+        "rootCause": True, "symptoms": len(symptoms), "explainsClasses": list(c.explains),
+        "relatedLocationsOmitted": omitted, "confidence": rep.confidence,
+        "location": rep.location.to_json(), "evidence": [e.to_json() for e in rep.evidence[:50]],
+        "extra": jsonable(dict(rep.extra)),
     }
     return res
 
 
-def _location(loc: Location, source: str | None, message: str | None = None) -> dict[str, Any]:
+def _message(c: "DefectClass", rep: "Finding", symptoms: Sequence[str], by_id: dict[str, "Finding"],
+             report: "Report") -> str:
+    text = rep.message
+    if c.size > 1:
+        text += f" (and {plural(c.size - 1, 'more place')} like it: ranks {compress_ranks(c.ranks)})"
+    if symptoms:
+        groups: dict[str, list["Finding"]] = {}
+        for s in symptoms:
+            groups.setdefault(by_id[s].defect_class, []).append(by_id[s])
+        parts = []
+        for members in sorted(groups.values(), key=lambda ms: -len(ms))[:5]:
+            ranks = {m.location.rank for m in members if m.location.rank is not None}
+            where = f" on ranks {compress_ranks(ranks)}" if ranks else ""
+            parts.append(f"{len(members)} x {members[0].code} {members[0].name}{where}")
+        more = f", and {len(groups) - 5} more kinds" if len(groups) > 5 else ""
+        text += f"; explains {plural(len(symptoms), 'symptom')}: {', '.join(parts)}{more}"
+    return text
+
+
+def _location(loc: Location, paths: Paths, message: str | None = None, ident: int | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    phys = _physical(source)
-    if phys:
-        out["physicalLocation"] = phys
+    if ident is not None:
+        out["id"] = ident
+    out["physicalLocation"] = paths.physical(loc.source)
     fq = "/".join(p for p in (
         f"rank{loc.rank}" if loc.rank is not None else "",
         f"core{loc.core}" if loc.core is not None else "",
@@ -103,28 +187,23 @@ def _location(loc: Location, source: str | None, message: str | None = None) -> 
     return out
 
 
-def _evidence_location(i: int, e: "Evidence") -> dict[str, Any]:
-    place = Location(rank=e.rank, core=e.core, launch=e.values.get("launch"))
-    out = _location(place, e.source, e.text())
-    out["id"] = i
-    out["logicalLocations"][0]["fullyQualifiedName"] += f"/seq{e.seq}"
-    return out
+def _fit(doc: dict[str, Any], limit: int) -> int:
+    """Drop the least severe results until the document gzips under ``limit``; returns how many are kept."""
+    results = doc["runs"][0]["results"]
 
+    def size(n: int) -> int:
+        doc["runs"][0]["results"] = results[:n]
+        return len(gzip.compress(json.dumps(doc, indent=2).encode(), compresslevel=6))
 
-def _physical(source: str | None) -> dict[str, Any] | None:
-    if not source:
-        return None
-    path, line = _split_source(source)
-    path = path.replace("\\", "/")
-    # Relative paths stay relative URI references (code scanning resolves them
-    # against the repository root); absolute ones become file: URIs.
-    uri = quote(path, safe="/:@-._~")
-    if path.startswith("/"):
-        uri = "file://" + uri
-    phys: dict[str, Any] = {"artifactLocation": {"uri": uri}}
-    if line is not None and line >= 1:
-        phys["region"] = {"startLine": line}
-    return phys
+    n = len(results)
+    if size(n) <= limit:
+        return n
+    lo, hi = 0, n  # the largest n that fits lies in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if size(mid) <= limit else (lo, mid)
+    doc["runs"][0]["results"] = results[:lo]
+    return lo
 
 
 def _v(x: Any) -> str:

@@ -1,27 +1,33 @@
-"""The text report, for a person at 3am: root causes first, symptoms grouped under them.
+"""The text report, for a person at 3am: defect classes first, then each root cause with its symptoms.
 
-Layout: a header (what was read, and what is missing from it), then ROOT
-CAUSES (findings with no cause that explain symptoms, and every error with
-no cause), each with its place, kernel source line, confidence, evidence and
-the symptoms it explains grouped STAT-style (one line per class with a count
-and a compressed rank list), then OTHER FINDINGS (warnings and notes that
-explain nothing), then one summary line.  It must read without the docs, so
+Layout: a header (what was read, and what is missing from it), then DEFECT
+CLASSES, one line per class (analyzer.classes: one defect at many places)
+with its count, its places compressed (ranks 0-16,18-63) and its links;
+then ROOT CAUSES, the findings with no cause (the same set the JSON report
+marks ``root_cause``), one root class at a time: its first finding in full
+(place, kernel source line, confidence, evidence), the other places by id,
+and the symptoms it explains grouped by class; then one summary line.
+``--max-findings`` caps the classes listed and the findings printed; the
+rest are counted, never silently dropped.  It must read without the docs, so
 every value is named.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ._fmt import compress_ranks, plural
 
 if TYPE_CHECKING:  # pragma: no cover
+    from analyzer.classes import DefectClass
     from analyzer.engine import Report
     from analyzer.finding import Finding
 
+MAX_FINDINGS = 200  # classes listed and findings printed in full, by default (--max-findings)
 _MAX_EVIDENCE = 8
 _CMPS = ("eq", "ne", "gt", "ge", "lt", "le")
 _MAX_IDS = 6
+_MAX_GROUPS = 20  # symptom classes listed under one root class
 _COLORS = {"error": "31;1", "warning": "33;1", "note": "36", "head": "1", "dim": "2"}
 
 
@@ -33,7 +39,9 @@ class _Paint:
         return f"\033[{_COLORS[style]}m{text}\033[0m" if self.on else text
 
 
-def render(report: "Report", *, fail_on: str | None = None, color: bool = False) -> str:
+def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
+           max_findings: int = MAX_FINDINGS) -> str:
+    """``max_findings`` caps the classes listed and the findings printed in full; the rest are counted."""
     paint = _Paint(color)
     fail_on = fail_on or report.config.fail_on
     lines: list[str] = []
@@ -47,21 +55,73 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False)
         lines.extend(f"  - {g}" for g in t.gap_lines())
     else:
         lines.append("complete trace: no events lost, every rank present")
-    roots = [f for f in report.findings if f.is_root and (f.explains or f.severity == "error")]
-    shown = {f.id for f in roots}
-    others = [f for f in report.findings if f.is_root and f.id not in shown]
     by_id = {f.id: f for f in report.findings}
-    if roots:
-        lines += ["", paint(f"ROOT CAUSES ({len(roots)})", "head")]
-        for f in roots:
-            lines += [""] + _finding(f, paint)
-            lines += _symptoms(f, by_id, paint)
-    if others:
-        lines += ["", paint(f"OTHER FINDINGS ({len(others)})", "head")]
-        for f in others:
-            lines += [""] + _finding(f, paint)
-    lines += ["", _summary(report, fail_on, roots, others)]
+    classes = report.classes
+    if classes:
+        roots = [c for c in classes if c.root]
+        head = (f"DEFECT CLASSES ({len(classes)}): {plural(len(roots), 'root-cause class', 'root-cause classes')}, "
+                f"{len(classes) - len(roots)} of symptoms")
+        lines += ["", paint(head, "head")]
+        lines += [f"  {_class_line(c, paint)}" for c in classes[:max_findings]]
+        lines += _more(classes[max_findings:], max_findings)
+        n_roots = sum(c.size for c in roots)
+        lines += ["", paint(f"ROOT CAUSES ({n_roots} in {plural(len(roots), 'class', 'classes')})", "head")]
+        for c in roots[:max_findings]:
+            lines += [""] + _root_class(c, by_id, report, paint)
+        lines += _more(roots[max_findings:], max_findings)
+    lines += ["", _summary(report, fail_on)]
     return "\n".join(lines) + "\n"
+
+
+def _more(rest: Sequence["DefectClass"], cap: int) -> list[str]:
+    if not rest:
+        return []
+    n = sum(c.size for c in rest)
+    return [f"  ... and {plural(len(rest), 'more class', 'more classes')} ({plural(n, 'finding')}) not printed "
+            f"(--max-findings {cap}; --format json has every one)"]
+
+
+def _where(c: "DefectClass") -> str:
+    """'on ranks 0-16,18-63 (cores 0-3, launch 0)': the class's places, compressed."""
+    if not c.ranks:
+        return "on the trace"
+    out = f"on {'rank' if len(c.ranks) == 1 else 'ranks'} {compress_ranks(c.ranks)}"
+    more = []
+    if c.cores:
+        more.append(f"{'core' if len(c.cores) == 1 else 'cores'} {compress_ranks(c.cores)}")
+    if c.launches:
+        more.append(f"{'launch' if len(c.launches) == 1 else 'launches'} {compress_ranks(c.launches)}")
+    return out + (f" ({', '.join(more)})" if more else "")
+
+
+def _class_line(c: "DefectClass", paint: _Paint) -> str:
+    """One line per class: what, how many, where, and how it links to the others."""
+    role = "root cause" if c.root else f"symptom of {', '.join(c.caused_by) or '?'}"
+    at = []
+    if c.site is not None:
+        at.append(f"site {c.site}" + (f" ({c.source})" if c.source else ""))
+    if c.region is not None:
+        at.append(f"region {c.region}")
+    tail = f" at {', '.join(at)}" if at else ""
+    explains = f"; explains {', '.join(c.explains[:_MAX_IDS])}" if c.explains else ""
+    if len(c.explains) > _MAX_IDS:
+        explains += f", ... ({len(c.explains) - _MAX_IDS} more)"
+    return (f"{c.id} {paint(c.severity, c.severity)} {c.code} {c.name}, {role}: "
+            f"{plural(c.size, 'finding')} {_where(c)}{tail}{explains}")
+
+
+def _root_class(c: "DefectClass", by_id: dict[str, "Finding"], report: "Report", paint: _Paint) -> list[str]:
+    members = [by_id[i] for i in c.members]
+    out = [paint(f"{c.id}: {c.size} x {c.code} {c.name} {_where(c)}", "head")]
+    out += _finding(members[0], paint)
+    if c.size > 1:
+        out.append(f"  and {plural(c.size - 1, 'more place')} like it: "
+                   + paint(f"ids: {_ids(m.id for m in members[1:])}", "dim"))
+    explained: dict[str, None] = {}
+    for m in members:
+        explained.update(dict.fromkeys(m.explains))
+    out += _symptoms([by_id[s] for s in explained], report, paint)
+    return out
 
 
 def _finding(f: "Finding", paint: _Paint) -> list[str]:
@@ -94,21 +154,30 @@ _CONF_TEXT = {
 }
 
 
-def _symptoms(root: "Finding", by_id: dict[str, "Finding"], paint: _Paint) -> list[str]:
-    if not root.explains:
+def _symptoms(symptoms: list["Finding"], report: "Report", paint: _Paint) -> list[str]:
+    """The symptoms a root class explains, one group per defect class, STAT-style."""
+    if not symptoms:
         return []
-    groups: dict[Any, list["Finding"]] = {}
-    for sid in root.explains:
-        s = by_id[sid]
-        groups.setdefault((s.code, _class_of(s)), []).append(s)
-    out = [f"  explains {plural(len(root.explains), 'symptom')}:"]
-    for (code, cls), members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0][0], repr(kv[0][1]))):
+    groups: dict[str, list["Finding"]] = {}
+    for s in symptoms:
+        groups.setdefault(s.defect_class, []).append(s)
+    out = [f"  explains {plural(len(symptoms), 'symptom')}:"]
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), int(kv[0][1:] or 0)))
+    if len(ordered) > _MAX_GROUPS:
+        rest = ordered[_MAX_GROUPS:]
+        ordered = ordered[:_MAX_GROUPS]
+    else:
+        rest = []
+    for cid, members in ordered:
         rep = members[0]
         rank_set = {m.location.rank for m in members if m.location.rank is not None}
         where = f" on {'rank' if len(rank_set) == 1 else 'ranks'} {compress_ranks(rank_set)}" if rank_set else ""
-        out.append(f"    - {len(members)} x {code} {rep.name}{where}: {_class_text(rep, cls)}")
+        out.append(f"    - {len(members)} x {rep.code} {rep.name}{where} ({cid}): {_class_text(rep, _class_of(rep))}")
         out.append(f"      e.g. {rep.id} at {rep.location.place()}: {rep.message}")
         out.append("      " + paint(f"ids: {_ids(m.id for m in members)}", "dim"))
+    if rest:
+        out.append(f"    - ... and {plural(sum(len(ms) for _, ms in rest), 'more symptom')} in "
+                   f"{plural(len(rest), 'more class', 'more classes')}: {_ids(cid for cid, _ in rest)}")
     return out
 
 
@@ -145,14 +214,16 @@ def _ids(ids: Iterable[str]) -> str:
     return ", ".join(ids[:_MAX_IDS]) + f", ... ({len(ids) - _MAX_IDS} more)"
 
 
-def _summary(report: "Report", fail_on: str, roots: list["Finding"], others: list["Finding"]) -> str:
+def _summary(report: "Report", fail_on: str) -> str:
+    """The verdict; its root causes are the JSON report's (``root_cause``: no cause)."""
     c = report.counts()
     if not c["findings"]:
         verdict = "clean"
     else:
         sev = ", ".join(plural(n, k) for k, n in c["by_severity"].items() if n)
-        verdict = (f"{plural(c['findings'], 'finding')} ({sev}): {plural(len(roots), 'root cause')} "
-                   f"explaining {plural(c['symptoms'], 'symptom')}, {len(others)} other")
+        verdict = (f"{plural(c['findings'], 'finding')} in {plural(c['classes'], 'class', 'classes')} ({sev}): "
+                   f"{plural(c['root_causes'], 'root cause')} ({plural(c['root_classes'], 'class', 'classes')}) "
+                   f"explaining {plural(c['symptoms'], 'symptom')}")
     failing = len(report.failing(fail_on))
     gate = "never fails" if fail_on == "never" else f"{failing} at or above {fail_on}"
     partial = ", partial trace" if report.trace.partial else ""

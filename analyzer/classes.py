@@ -1,0 +1,151 @@
+"""Defect classes: the findings that are one defect seen at many places.
+
+A 64-rank hang is one bug that stops 63 ranks; a stale flag that every core
+of every launch trips is one bug too.  Findings fall into one class when they
+agree on rule code, site, region, root-or-symptom and message shape: the
+message with its numbers abstracted, so "rank 3 core 1 waits on ready[8]" and
+"rank 5 core 0 waits on ready[16]" are the same class.  Ranks, cores,
+launches, offsets and seq numbers never split a class.
+
+Computed once per report, after cause linking (``analyzer.causes.link``):
+the class order follows the report order (root classes first), ids are
+C1..Cn in that order, and each class knows the classes it explains and is
+caused by, so a reporter can print one line per class and one SARIF result
+per root class.  The class fingerprint hashes only what the class is (code,
+site, region, shape, root), so a flaky hang that stops rank 17 instead of
+rank 0 on the rerun keeps its fingerprint.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .finding import Finding, severity_rank
+
+_NUMBER = re.compile(r"-?\d+")
+_ELLIPSIS = re.compile(r"\s*(?:\.\.\.|\u2026)")
+_COMMA = re.compile(r"(\s*,\s*)")
+_HEAD = re.compile(r"[^()\[\];:]*")  # an item's text up to the first bracket or clause mark
+
+
+def message_shape(message: str) -> str:
+    """The message with numbers as '#' and runs of like list items as one item.
+
+    A list of like items ("rank # core #, rank # core #, ...") is a count of
+    places, not a shape: "(rank 1 core 0)" and "(rank 1 core 0, rank 2 core 0
+    ...)" have one shape.  One pass over the comma-separated parts, no
+    backtracking regex: a report may have 10^5 findings.
+    """
+    text = _ELLIPSIS.sub("", _NUMBER.sub("#", message))
+    parts = _COMMA.split(text)
+    out = parts[0]
+    for sep, item in zip(parts[1::2], parts[2::2]):
+        head = _HEAD.match(item).group(0)
+        if "#" in head and out.endswith(head):
+            out += item[len(head):]  # the same item again: keep only what follows it (a closing bracket)
+        else:
+            out += sep + item
+    return " ".join(out.split())
+
+
+@dataclass(frozen=True)
+class DefectClass:
+    """One defect, at every place it was found: its findings, in report order."""
+
+    id: str
+    code: str
+    name: str
+    family: str
+    severity: str  # the highest level among its findings
+    root: bool  # its findings are root causes (no cause)
+    site: int | None
+    region: str | None
+    source: str | None  # the site's "file:line", where the manifest gives one
+    shape: str
+    members: tuple[str, ...]  # finding ids, report order; the first is the representative
+    ranks: tuple[int, ...] = ()
+    cores: tuple[int, ...] = ()
+    launches: tuple[int, ...] = ()
+    explains: tuple[str, ...] = ()  # classes of the symptoms its findings explain, transitively
+    caused_by: tuple[str, ...] = ()  # classes of its findings' direct causes
+    fingerprint: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "code": self.code, "name": self.name, "family": self.family,
+                "severity": self.severity, "root_cause": self.root, "site": self.site, "region": self.region,
+                "source": self.source, "shape": self.shape, "findings": list(self.members),
+                "ranks": list(self.ranks), "cores": list(self.cores), "launches": list(self.launches),
+                "explains": list(self.explains), "caused_by": list(self.caused_by),
+                "fingerprint": self.fingerprint}
+
+
+def class_key(f: Finding) -> tuple:
+    loc = f.location
+    return (f.code, loc.site, loc.region, f.is_root, message_shape(f.message))
+
+
+def class_fingerprint(code: str, site: int | None, region: str | None, root: bool, shape: str) -> str:
+    """A hash of what the defect is, never of where: no rank, core, launch, offset, seq or line number."""
+    blob = json.dumps([code, site, region, root, shape], separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def group(findings: Sequence[Finding]) -> tuple[tuple[Finding, ...], tuple[DefectClass, ...]]:
+    """Each finding with its class id set (``defect_class``), and the classes C1..Cn in report order."""
+    members: dict[tuple, list[int]] = {}
+    shapes: dict[str, str] = {}  # many findings repeat a message word for word
+    for i, f in enumerate(findings):
+        shape = shapes.get(f.message)
+        if shape is None:
+            shape = shapes[f.message] = message_shape(f.message)
+        loc = f.location
+        members.setdefault((f.code, loc.site, loc.region, f.is_root, shape), []).append(i)
+    keys = list(members)  # insertion order is the order of each class's first finding
+    cid = {k: f"C{n + 1}" for n, k in enumerate(keys)}
+    class_of = {findings[i].id: cid[k] for k, idx in members.items() for i in idx}
+    seen_fp: dict[str, int] = {}
+    out = []
+    for k in keys:
+        fs = [findings[i] for i in members[k]]
+        code, site, region, root, shape = k
+        rep = fs[0]
+        fp = class_fingerprint(code, site, region, root, shape)
+        seen_fp[fp] = seen_fp.get(fp, 0) + 1
+        if seen_fp[fp] > 1:  # cannot happen for distinct keys unless sha256 collides; keep them unique anyway
+            fp = f"{fp}-{seen_fp[fp]}"
+        explains = _ordered({class_of[s] for f in fs for s in f.explains} - {cid[k]})
+        causes = _ordered({class_of[c] for f in fs for c in f.caused_by} - {cid[k]})
+        out.append(DefectClass(
+            id=cid[k], code=code, name=rep.name, family=rep.family,
+            severity=max((f.severity for f in fs), key=severity_rank), root=root, site=site, region=region,
+            source=next((f.location.source for f in fs if f.location.source), None), shape=shape,
+            members=tuple(f.id for f in fs), ranks=_values(fs, "rank"), cores=_values(fs, "core"),
+            launches=_values(fs, "launch"), explains=explains, caused_by=causes, fingerprint=fp))
+    return tuple(_with_class(f, class_of[f.id]) for f in findings), tuple(out)
+
+
+def _with_class(f: Finding, cid: str) -> Finding:
+    """``replace(f, defect_class=cid)``, three times faster (a report may have 10^5 findings).
+
+    The copy is new and not yet shared, so setting its field is not a mutation anyone can see.
+    """
+    out = copy.copy(f)
+    object.__setattr__(out, "defect_class", cid)
+    return out
+
+
+def _values(fs: Sequence[Finding], name: str) -> tuple[int, ...]:
+    return tuple(sorted({getattr(f.location, name) for f in fs} - {None}))
+
+
+def _ordered(ids: set[str]) -> tuple[str, ...]:
+    return tuple(sorted(ids, key=lambda s: int(s[1:])))

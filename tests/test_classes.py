@@ -1,0 +1,173 @@
+"""Defect classes: one defect at many places is one class, one text block, one SARIF result, one fingerprint."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from _diag_helpers import RULES, make_dataset
+from _sarif_check import check_sarif
+from analyzer.classes import message_shape
+from analyzer.config import Config
+from analyzer.engine import diagnose
+from analyzer.report import render, sarif
+from analyzer.report._sarif_paths import Paths
+from conftest import run_cli
+
+
+@pytest.fixture
+def test_rules(monkeypatch, tmp_path):
+    """The CLI sees only the test rules, and no config of this repository."""
+    import rules as rules_pkg
+
+    from _diag_helpers import registry_of
+
+    monkeypatch.setattr(rules_pkg, "registry", lambda: registry_of(*RULES))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory):
+    return make_dataset(tmp_path_factory.mktemp("cls"))
+
+
+def test_message_shape_abstracts_numbers_and_place_lists():
+    assert message_shape("rank 3 core 1 waits on ready[8]") == message_shape("rank 5 core 0 waits on ready[16]")
+    assert message_shape("current value -1") == message_shape("current value 7")
+    one = "rank 5 dead; 1 stuck waits expect it (rank 1 core 0)"
+    many = "rank 0 dead; 63 stuck waits expect it (rank 1 core 0, rank 2 core 0, rank 3 core 1 ...)"
+    assert message_shape(one) == message_shape(many)
+    assert message_shape("wait on count[0] eq 1") != message_shape("wait on ready[0] eq 1")
+
+
+def test_findings_get_their_class(ds):
+    rep = diagnose(ds, rules=RULES)
+    assert [f.defect_class for f in rep.findings] == ["C1", "C2", "C3", "C3", "C3", "C3"]
+    waits = rep.class_of(rep.findings[2])
+    assert (waits.code, waits.site, waits.region, waits.root, waits.size) == ("MT198", 2, "status", False, 4)
+    assert waits.caused_by == ("C1",) and rep.classes[0].explains == ("C3",)
+
+
+@pytest.mark.parametrize("select", [None, ("MT4",), ("MT1",), ("MT5",), ("MT1", "MT4")])
+def test_text_and_json_agree_on_root_causes(ds, select):
+    """A lone warning with no cause is a root cause in JSON; the text used to call it 'other' and count 0 roots."""
+    rep = diagnose(ds, Config(select=select) if select else None, rules=RULES)
+    doc = json.loads(render(rep, "json"))
+    text = render(rep, "text")
+    json_roots = [f["id"] for f in doc["findings"] if f["root_cause"]]
+    assert doc["summary"]["root_causes"] == len(json_roots) > 0
+    summary = text.rstrip().splitlines()[-1]
+    n = len(json_roots)
+    assert re.search(rf": {n} root causes? \(", summary), summary
+    assert f"ROOT CAUSES ({n} in " in text
+    block = text[text.index("ROOT CAUSES"):]
+    printed = set(re.findall(r"^(F\d+) (?:error|warning|note) ", block, re.M))
+    like_it = {i for line in re.findall(r"more places? like it: ids: (.*)$", block, re.M) for i in line.split(", ")}
+    assert printed | like_it == set(json_roots)
+
+
+def test_max_findings_caps_and_counts_the_rest(ds):
+    rep = diagnose(ds, Config(select=("MT1", "MT4", "MT5")), rules=RULES)
+    full = render(rep, "text")
+    capped = render(rep, "text", max_findings=1)
+    assert full.count("\n  C") == 3 and capped.count("\n  C") == 1
+    assert "... and 2 more classes (5 findings) not printed (--max-findings 1" in capped
+    assert "... and 1 more class (1 finding) not printed (--max-findings 1" in capped
+    assert "F2 warning MT498" in full and "F2 warning MT498" not in capped
+
+
+def test_max_findings_on_the_command_line(ds, test_rules):
+    r = run_cli("diagnose", ds, "--max-findings", "1")
+    assert r.code == 1 and "not printed (--max-findings 1" in r.stdout
+    r = run_cli("diagnose", ds, "--max-findings", "0")
+    assert r.code == 2 and "--max-findings" in r.stderr and "Traceback" not in r.stderr
+
+
+def _simulate(tmp: Path, ranks: int, rank: int) -> Path:
+    out = tmp / f"r{ranks}-{rank}"
+    r = run_cli("simulate", "--protocol", "classic", "--ranks", ranks, "--cores", 1, "--tokens", 2, "--topk", 1,
+                "--fault", "rank-stop", "--at", f"rank={rank}", "-o", out)
+    assert r.code == 0, r.stderr
+    return out / "dataset"
+
+
+@pytest.fixture(scope="module")
+def hang64(tmp_path_factory):
+    return diagnose(_simulate(tmp_path_factory.mktemp("h64"), 64, 0))
+
+
+def test_64_rank_hang_is_one_sarif_result_with_63_related_locations(hang64, tmp_path):
+    assert len(hang64.findings) == 64 and len(hang64.classes) == 2
+    text = render(hang64, "sarif")
+    doc = check_sarif(text)
+    (result,) = doc["runs"][0]["results"]
+    assert result["ruleId"] == "MT103" and len(result["relatedLocations"]) == 63
+    ranks = sorted(int(r["logicalLocations"][0]["name"].split()[1]) for r in result["relatedLocations"])
+    assert ranks == list(range(1, 64))
+    assert "explains 63 symptoms: 63 x MT101 stuck-wait on ranks 1-63" in result["message"]["text"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "kernels/classic.py"
+    # The text report: one line per class, the 63 waits compressed to one range.
+    out = render(hang64, "text")
+    assert "C2 error MT101 stuck-wait, symptom of C1: 63 findings on ranks 1-63" in out
+
+
+def test_fingerprints_hold_when_a_flaky_hang_stops_another_rank(tmp_path):
+    fps = []
+    for rank in (0, 5):
+        rep = diagnose(_simulate(tmp_path, 8, rank))
+        res = json.loads(render(rep, "sarif"))["runs"][0]["results"]
+        fps.append([(r["ruleId"], r["partialFingerprints"]) for r in res])
+        assert res[0]["locations"][0]["logicalLocations"][0]["name"].startswith(f"rank {rank}")
+    assert fps[0] == fps[1] and len(fps[0]) == 1
+
+
+def test_sarif_caps_results_and_says_how_many(ds, monkeypatch):
+    rep = diagnose(ds, rules=RULES)
+    monkeypatch.setattr(sarif, "MAX_RESULTS", 1)
+    doc = sarif.to_sarif(rep)
+    run = doc["runs"][0]
+    assert [r["ruleId"] for r in run["results"]] == ["MT598"] and run["properties"]["resultsOmitted"] == 1
+    note = run["invocations"][0]["toolExecutionNotifications"][-1]["message"]["text"]
+    assert note.startswith("1 result of 2 left out") and "5 of 6 findings" in note
+    monkeypatch.setattr(sarif, "MAX_RESULTS", 5000)
+    size = len(json.dumps(sarif.to_sarif(rep), indent=2))
+    tight = sarif.to_sarif(rep, max_gzip_bytes=size // 20)
+    assert len(tight["runs"][0]["results"]) < 2 and tight["runs"][0]["properties"]["resultsOmitted"] >= 1
+    monkeypatch.setattr(sarif, "MAX_LOCATIONS", 3)
+    (first, _) = sarif.to_sarif(rep)["runs"][0]["results"]
+    assert len(first["relatedLocations"]) == 2 and first["properties"]["relatedLocationsOmitted"] == 2
+
+
+def test_source_root_maps_manifest_paths(ds, tmp_path, test_rules):
+    rep = diagnose(ds, rules=RULES)
+    doc = json.loads(render(rep, "sarif", source_root="csrc"))
+    art = doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert art == {"uri": "csrc/kernels/dispatch.cc", "uriBaseId": "SRCROOT"}
+    paths = Paths([], root=tmp_path)
+    inside = paths.physical(f"{tmp_path}/src/k.cc:7")
+    assert inside == {"artifactLocation": {"uri": "src/k.cc", "uriBaseId": "SRCROOT"}, "region": {"startLine": 7}}
+    outside = paths.physical("/elsewhere/k.cc:9")["artifactLocation"]
+    assert outside == {"uri": "file:///elsewhere/k.cc"}
+    assert paths.physical("k.cc")["region"] == {"startLine": 1}  # a site without a line: line 1
+    r = run_cli("diagnose", ds, "-f", "sarif", "--source-root", "csrc", "--select", "MT5")
+    assert "csrc/kernels/dispatch.cc" in r.stdout
+
+
+def test_text_caps_the_symptom_classes_under_a_root():
+    from analyzer.classes import group
+    from analyzer.engine import Report, TraceInfo
+    from analyzer.finding import Finding, Location
+
+    def finding(i, code, **kw):
+        return Finding(id=f"F{i}", code=code, family="hang", name="x", severity="error", confidence="certain",
+                       message=f"rank {i} stuck", location=Location(rank=i, core=0), **kw)
+
+    symptoms = [finding(i, f"MT1{i:02d}", caused_by=("F1",)) for i in range(2, 27)]
+    root = finding(1, "MT501", explains=tuple(f.id for f in symptoms))
+    found, classes = group([root, *symptoms])
+    text = render(Report(found, TraceInfo(inputs=("x",)), classes=classes), "text")
+    assert text.count("\n    - 1 x MT1") == 20
+    assert "    - ... and 5 more symptoms in 5 more classes: C22, C23, C24, C25, C26" in text
