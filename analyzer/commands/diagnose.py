@@ -14,13 +14,15 @@ from typing import Annotated, Optional, Sequence, TextIO
 import typer
 
 FORMATS = ("text", "json", "sarif", "junit")
+ENGINES = ("local", "ray")  # where the windows run: here (--jobs processes) or as Ray tasks
 
 
 def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None = None,
                  fail_on: str | None = None, config_path: Path | None = None, *,
                  select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
                  output: Path | None = None, progress: bool = True,
-                 window_events: int | None = None, jobs: int | None = None) -> int:
+                 window_events: int | None = None, jobs: int | None = None,
+                 engine: str = "local", address: str | None = None) -> int:
     """Diagnose ``inputs`` and print the report; returns the exit code (never raises on bad input).
 
     ``fail_on`` None takes the config's ``fail-on`` (default error).  ``out``
@@ -37,14 +39,31 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
     if fmt not in FORMATS:
         print(f"moetrace: error: --format: {fmt!r} is not one of {', '.join(FORMATS)}", file=err)
         return 2
+    if engine not in ENGINES:
+        print(f"moetrace: error: --engine: {engine!r} is not one of {', '.join(ENGINES)}", file=err)
+        return 2
+    if address is not None and engine != "ray":
+        print("moetrace: error: --address: only with --engine ray", file=err)
+        return 2
     inputs = [Path(p) for p in inputs]
+    executor = None
+    if engine == "ray":
+        from analyzer.ray_engine import RayUnavailable, RayWindows, import_ray
+
+        try:
+            import_ray()
+        except RayUnavailable as e:
+            print(f"moetrace: error: {e}", file=err)
+            return 2
+        executor = RayWindows(address)
     try:
         config = load_config(config_path, search_from=[*(inputs[:1]), Path.cwd()])
         config = config.with_overrides(select=select, ignore=ignore, fail_on=fail_on, window_events=window_events,
                                        jobs=jobs)
         with progress_line("ingest", enabled=progress) as bar:
             # Count events read; the write phase is quick next to reading and the rules.
-            report = diagnose(inputs, config, progress=lambda phase, n: bar(n) if phase == "read" else None)
+            report = diagnose(inputs, config, progress=lambda phase, n: bar(n) if phase == "read" else None,
+                              executor=executor)
     except (TraceError, ConfigError) as e:
         print(f"moetrace: error: {e}", file=err)
         return 2
@@ -111,8 +130,16 @@ def register(app: typer.Typer) -> None:
         jobs: Annotated[Optional[int], typer.Option(
             "--jobs", "-j", metavar="N", help="Diagnose N windows at once, a process each (default: the "
                                              "config's jobs, else 1); memory grows with N.")] = None,
+        engine: Annotated[str, typer.Option(
+            "--engine", metavar="ENGINE", help="local: windows here (--jobs processes) | ray: each window a Ray "
+                                               "task on a cluster; the dataset must be on storage every node "
+                                               "sees (needs moetrace[ray]).")] = "local",
+        address: Annotated[Optional[str], typer.Option(
+            "--address", metavar="ADDR", help="With --engine ray: the cluster to join (host:port, ray://..., "
+                                              "auto); default RAY_ADDRESS, else a new local cluster.")] = None,
     ) -> None:
         """Diagnose a trace: root causes first, then the symptoms they explain."""
         code = run_diagnose(inputs, fmt, None, fail_on, config, select=select, ignore=ignore,
-                            output=output, progress=not no_progress, window_events=window_events, jobs=jobs)
+                            output=output, progress=not no_progress, window_events=window_events, jobs=jobs,
+                            engine=engine, address=address)
         raise typer.Exit(code)
