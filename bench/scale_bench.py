@@ -44,7 +44,7 @@ def dataset(kind: str, events: int) -> Path:
         return out
     import _traces
 
-    return _traces.build(kind, events)
+    return _traces.build(kind, events) / "dataset"
 
 
 _RAY_DRIVER = """

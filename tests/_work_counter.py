@@ -18,8 +18,12 @@ from pathlib import Path
 
 import numpy
 
+import analyzer
+import rules
+
 ROOT = Path(__file__).resolve().parent.parent
-_WATCHED = (str(ROOT / "rules") + "/", str(ROOT / "analyzer") + "/")
+# The packages as imported (a checkout on PYTHONPATH may stand in for this one).
+_WATCHED = tuple(str(Path(p.__file__).parent) + "/" for p in (rules, analyzer))
 
 
 class Tally:

@@ -2,7 +2,7 @@
 
 The trace is bench/ingest_bench.py's synthetic one (follows no protocol: every
 ready flag is left set, counts disagree; thousands of findings per launch),
-made small (4 tokens a core). Doubling its launches must about double the
+made small (one token a core). Doubling its launches must about double the
 work: elements touched by numpy and Python lines run in rules/ and analyzer/
 (tests/_work_counter.py), never time. A loop over groups that masks the whole
 array per group (``idx[g == gid]``), or a scan of every finding per finding,
@@ -25,8 +25,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 import ingest_bench as ib  # noqa: E402
 
 
+TOKENS = 8  # per rank and launch: one a core, the smallest trace with every part of the pattern
+LAUNCHES = 8
+
+
 def _synthetic(tmp, launches: int):
-    """The bench generator at 16 ranks x 8 cores, 32 tokens a rank (4 a core), ``launches`` launches."""
+    """The bench generator at 16 ranks x 8 cores, TOKENS tokens a rank, ``launches`` launches."""
     src = tmp / f"mtr{launches}"
     src.mkdir()
     m = ib.manifest()
@@ -47,8 +51,8 @@ def _work(monkeypatch, dataset) -> tuple[int, int]:
 
 
 def test_work_grows_linearly_with_the_trace(tmp_path, monkeypatch):
-    monkeypatch.setattr(ib, "TOKENS", 32)
-    small, big = _synthetic(tmp_path, 8), _synthetic(tmp_path, 16)
+    monkeypatch.setattr(ib, "TOKENS", TOKENS)
+    small, big = _synthetic(tmp_path, LAUNCHES), _synthetic(tmp_path, 2 * LAUNCHES)
     diagnose(small)  # compile the kernels outside the count
     w1, n1 = _work(monkeypatch, small)
     w2, n2 = _work(monkeypatch, big)
