@@ -112,11 +112,12 @@ def link(drafts: list[Finding]) -> tuple[Finding, ...]:
         extra = dict(f.extra)
         pairs = extra.pop("_causes", ())
         found: list[int] = []
+        seen: set[int] = set()  # found as a set: a finding can cite thousands of causes
         missing: list[str] = []
         for code, key in pairs:
             hits = [j for j in index.get((code, key), []) if j != i]
             if hits:
-                found.extend(j for j in hits if j not in found)
+                found.extend(j for j in hits if not (j in seen or seen.add(j)))
             else:
                 missing.append(f"{code} {json.dumps(jsonable(key))}")
         if missing:

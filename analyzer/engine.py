@@ -155,13 +155,16 @@ class Report:
 
 def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = None, *,
              rules: Iterable[type["Rule"]] | None = None,
-             progress: Callable[[str, int], None] | None = None) -> Report:
+             progress: Callable[[str, int], None] | None = None,
+             executor: "WindowExecutor | None" = None) -> Report:
     """Diagnose a dataset directory, or raw traces (JSONL dirs, .mtr dumps) ingested on the fly.
 
     ``progress(phase, n)`` is handed to the ingest of raw inputs ("read",
     "write"), then told of the diagnosis: "windows" / "rules" with n the
     total once, "window" / "rule" with n done as each ends.  ``rules``
     replaces the registry (tests register their own); the config still selects.
+    ``executor`` runs the windows elsewhere (``analyzer.ray_engine.RayWindows``)
+    instead of here or in ``config.jobs`` local processes.
     """
     from ingest.dataset import is_dataset
     from ingest.errors import TraceError
@@ -176,7 +179,7 @@ def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = 
         rules = registry().values()
     selected = config.select_rules([type(r) if not isinstance(r, type) else r for r in rules])
     if len(paths) == 1 and is_dataset(paths[0]):
-        return _run(paths[0], paths, config, selected, progress)
+        return _run(paths[0], paths, config, selected, progress, executor)
     for p in paths:
         if not p.exists():
             raise TraceError(p, "", "no such file or directory")
@@ -190,13 +193,14 @@ def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = 
     try:
         out = tmp / "dataset"
         ingest(paths, out, progress=progress)
-        return _run(out, paths, config, selected, progress)
+        return _run(out, paths, config, selected, progress, executor)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[type["Rule"]],
-         progress: Callable[[str, int], None] | None = None) -> Report:
+         progress: Callable[[str, int], None] | None = None,
+         executor: "WindowExecutor | None" = None) -> Report:
     from datetime import datetime, timezone
 
     from ingest.dataset import Dataset
@@ -215,7 +219,11 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     jobs = min(config.jobs, len(windows))
     tell("windows", len(windows))
     times: dict[str, float] = {}
-    if jobs > 1 and _registered(selected):
+    if executor is not None and _registered(selected):
+        for found in executor(dataset, windows, config, [r.code for r in selected]):
+            drafts.extend(found)
+            tell("window", 1)
+    elif jobs > 1 and _registered(selected):
         for found in _parallel(dataset, windows, config, selected, jobs):
             drafts.extend(found)
             tell("window", 1)
@@ -304,6 +312,10 @@ def _parallel(dataset: Path, windows, config: Config, selected, jobs: int):
         futures = [pool.submit(_window_job, str(dataset), w, config, codes) for w in windows]
         for f in futures:
             yield f.result()
+
+
+# A window executor: (dataset, windows, config, rule codes) -> each window's findings, in window order.
+WindowExecutor = Callable[[Path, Sequence[Any], Config, list[str]], Iterable[list[Finding]]]
 
 
 def _window_job(dataset: str, window, config: Config, codes: list[str]) -> list[Finding]:

@@ -43,6 +43,43 @@ def not_reset_of(trace, owner: int, launch: int) -> list[tuple]:
     return [k for (o, _, L), (k, _) in not_reset(trace).items() if o == owner and L == launch - 1]
 
 
+def _by_owner(trace) -> dict[int, list[tuple]]:
+    """``not_reset``'s entries by owner rank, (region, launch, offsets) in its order."""
+    def build():
+        out: dict[int, list[tuple]] = {}
+        for (o, reg, L), (_, offs) in not_reset(trace).items():
+            out.setdefault(o, []).append((reg, L, offs))
+        return out
+    return cached(trace, "not_reset_by_owner", build)
+
+
+def _completed_waits(t, rank: int, launch: int) -> tuple[np.ndarray, np.ndarray]:
+    """(wait_end rows, their wait_begin rows) of (rank, launch) that did not time out, row order.
+
+    Paired once for the whole view and sliced per (rank, launch): a mask of the
+    whole trace per stuck (rank, launch) would cost stuck cores x rows.
+    """
+    def build():
+        kind = t["kind"]
+        ends = np.flatnonzero((kind == Kind.WAIT_END) & (t["outcome"] != int(Outcome.TIMEOUT)))
+        begins = np.flatnonzero(kind == Kind.WAIT_BEGIN)
+        if not len(ends) or not len(begins):
+            e = np.zeros(0, np.int64)
+            return np.zeros((2, 0), np.int64), e, e
+        j = np.searchsorted(begins, ends) - 1
+        bg = begins[np.maximum(j, 0)]
+        rank = t["rank"]
+        ok = (j >= 0) & (rank[bg] == rank[ends]) & (t["core"][bg] == t["core"][ends])
+        ends, bg = ends[ok], bg[ok]
+        order = np.lexsort((t["launch"][ends], rank[ends]))  # stable: row order within a pair
+        return np.stack((rank[ends[order]], t["launch"][ends[order]])).astype(np.int64), ends[order], bg[order]
+    pairs, ends, bg = cached(t, "completed_waits", build)
+    lo = np.searchsorted(pairs[0], rank)
+    hi = np.searchsorted(pairs[0], rank, "right")
+    lo, hi = lo + np.searchsorted(pairs[1, lo:hi], launch), lo + np.searchsorted(pairs[1, lo:hi], launch, "right")
+    return ends[lo:hi], bg[lo:hi]
+
+
 def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     """((code, key), text) for completed waits of (rank, launch) that passed on an unreset slot.
 
@@ -51,18 +88,12 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     """
     t, tb = b.trace, b.tables
     table = not_reset(t)
-    if launch == 0 or not any(o == rank for o, _, _ in table):
+    mine = _by_owner(t).get(rank)
+    if launch == 0 or not mine:
         return []
-    kind = t["kind"]
-    ends = np.flatnonzero((kind == Kind.WAIT_END) & (t["rank"] == rank) & (t["launch"] == launch)
-                          & (t["outcome"] != int(Outcome.TIMEOUT)))
-    begins = np.flatnonzero(kind == Kind.WAIT_BEGIN)
-    if not len(ends) or not len(begins):
+    ends, bg = _completed_waits(t, rank, launch)
+    if not len(ends):
         return []
-    j = np.searchsorted(begins, ends) - 1
-    bg = begins[np.maximum(j, 0)]
-    ok = (j >= 0) & (t["rank"][bg] == rank) & (t["core"][bg] == t["core"][ends])
-    ends, bg = ends[ok], bg[ok]
     region = t["region"][bg].astype(np.int64)
     ok = region >= 0
     ends, bg, region = ends[ok], bg[ok], region[ok]
@@ -76,9 +107,7 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     # Flagged (region, launch) of this rank, and the flagged slots where MT202 listed every word.
     nl = tb.nlaunch
     whole, slots = [], []
-    for (o, reg, L), (_, offs) in table.items():
-        if o != rank:
-            continue
+    for reg, L, offs in mine:
         if offs is None:
             whole.append(reg * nl + L)
         else:
@@ -87,7 +116,8 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     hit = has & (np.isin(rl, np.array(whole, np.int64))
                  | np.isin(rl * tb.slots_per_rank + slot, np.array(slots, np.int64)))
     out = []
-    mt201 = {tuple(h.key) for h in hits_of(t, "MT201")}
+    hits = hits_of(t, "MT201")  # keyed by the list too: the wait-for analysis may run before MT201
+    mt201 = cached(t, f"mt201_keys {id(hits)} {len(hits)}", lambda: {tuple(h.key) for h in hits})
     for i in np.flatnonzero(hit)[:limit].tolist():
         e, reg, L = int(ends[i]), int(region[i]), int(lw[i])
         key202 = table[(rank, reg, L)][0]

@@ -134,9 +134,12 @@ class FlagNotReset(Rule):
         eck = w.ckey(trace.key[ends], trace["launch"][ends])
         eorder = np.argsort(eck, kind="stable")
         eck, ends = eck[eorder], ends[eorder]
+        # Groups in order of their first member, members in table order: one stable sort, split
+        # at the boundaries (a mask per group would cost groups x entries).
+        order = np.argsort(g, kind="stable")
+        parts = np.split(idx[order], np.flatnonzero(np.diff(g[order])) + 1)
         for gid in g[np.sort(np.unique(g, return_index=True)[1])]:
-            members = idx[g == gid]
-            yield self._hit(trace, w, members, eck, ends)
+            yield self._hit(trace, w, parts[int(gid)], eck, ends)
 
     def _hit(self, trace, w, members, eck, ends):
         m0 = int(members[0])

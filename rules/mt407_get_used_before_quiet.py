@@ -159,8 +159,11 @@ class GetUsedBeforeQuiet(Rule):
                                                          trace["launch"][gets], site[gets], site[use[gets]])])
         _, first, inv = np.unique(ident, axis=1, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
+        # One stable sort split at the group boundaries (a mask per group costs groups x gets).
+        order = np.argsort(inv, kind="stable")
+        parts = np.split(gets[order], np.flatnonzero(np.diff(inv[order])) + 1)
         for gid in np.argsort(first, kind="stable"):
-            yield self._hit(trace, gets[inv == gid], use, wrong)
+            yield self._hit(trace, parts[int(gid)], use, wrong)
 
     def _hit(self, trace, gs, use, wrong):
         g, u, q = int(gs[0]), int(use[gs[0]]), int(wrong[gs[0]])

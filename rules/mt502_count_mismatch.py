@@ -136,23 +136,37 @@ def _count_causes(trace, launch: int, sender: int, receiver: int, silent: int | 
     analysis found misdirected to the receiver in that launch (MT105, a copy meant for another
     peer), and where one side recorded nothing (``silent``), that rank's stuck waits of the
     launch: it never got as far as its delivery (or count), the hang explains it."""
-    out = []
+    ix = _cause_index(trace)
     regions = trace.manifest.regions
-    stale = [(o, reg, L) for (o, reg, L) in not_reset(trace) if o == receiver and L == launch - 1]
+    stale = ix["stale"].get((receiver, launch - 1), [])
     counters = [k for k in stale if regions[k[1]].role == Role.COUNTER]
-    out += [("MT202", not_reset(trace)[k][0]) for k in (counters or stale)]
-    wf = analyze(trace)
-    tb = wf.builder.tables
-    for key, entry in sorted(wf.wrong.items()):
-        i = entry["write"]
-        if key[0] == sender and int(tb.w_owner[i]) == receiver and int(tb.w_launch[i]) == launch:
-            out.append(("MT105", key))
+    out = [("MT202", not_reset(trace)[k][0]) for k in (counters or stale)]
+    out += [("MT105", key) for key in ix["wrong"].get((sender, receiver, launch), [])]
     # The sender's UDMA/RoCE atomics to the receiver, relied on before their quiet: the receiver
     # read its count before the add landed (MT404's hits of this run).
-    for h in hits_of(trace, "MT404"):
-        first = h.rows[0][1]
-        if h.key[0] == sender and receiver in h.extra.get("peers", ()) and int(trace["launch"][first]) == launch:
-            out.append(("MT404", tuple(h.key)))
+    out += [("MT404", key) for key, peers in ix["mt404"].get((sender, launch), []) if receiver in peers]
     if silent is not None:
-        out += [n.ref for n in wf.nodes if n.rank == silent and n.launch == launch]
+        out += ix["nodes"].get((silent, launch), [])
     return tuple(dict.fromkeys(out))
+
+
+def _cause_index(trace) -> dict:
+    """What ``_count_causes`` looks up, by its (rank, launch) keys, each list in the order of its
+    source: built once per view, not scanned per mismatch (a trace can have millions)."""
+    def build():
+        wf = analyze(trace)
+        tb = wf.builder.tables
+        ix: dict = {"stale": {}, "wrong": {}, "mt404": {}, "nodes": {}}
+        for k in not_reset(trace):
+            ix["stale"].setdefault((k[0], k[2]), []).append(k)
+        for key, entry in sorted(wf.wrong.items()):
+            i = entry["write"]
+            ix["wrong"].setdefault((key[0], int(tb.w_owner[i]), int(tb.w_launch[i])), []).append(key)
+        launch = trace["launch"]
+        for h in hits_of(trace, "MT404"):
+            ix["mt404"].setdefault((h.key[0], int(launch[h.rows[0][1]])), []).append(
+                (tuple(h.key), h.extra.get("peers", ())))
+        for n in wf.nodes:
+            ix["nodes"].setdefault((n.rank, n.launch), []).append(n.ref)
+        return ix
+    return P.cached(trace, "mt502_cause_index", build)

@@ -18,13 +18,16 @@ from analyzer.report import FORMATS
 
 from ._common import Command
 
+ENGINES = ("local", "ray")  # where the windows run: here (--jobs processes) or as Ray tasks
+
 
 def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None = None,
                  fail_on: str | None = None, config_path: Path | None = None, *,
                  select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
                  output: Path | None = None, progress: bool = True,
                  window_events: int | None = None, jobs: int | None = None,
-                 max_findings: int | None = None, source_root: Path | None = None) -> int:
+                 max_findings: int | None = None, source_root: Path | None = None,
+                 engine: str = "local", address: str | None = None) -> int:
     """Diagnose ``inputs`` and print the report; returns the exit code (never raises on bad input).
 
     ``fail_on`` None takes the config's ``fail-on`` (default error).  ``out``
@@ -42,16 +45,33 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
         print(f"moetrace: error: command line: --format: {fmt!r} is not one of "
               f"{', '.join(map(repr, FORMATS))}", file=err)
         return 2
+    if engine not in ENGINES:
+        print(f"moetrace: error: command line: --engine: {engine!r} is not one of "
+              f"{', '.join(map(repr, ENGINES))}", file=err)
+        return 2
+    if address is not None and engine != "ray":
+        print("moetrace: error: command line: --address: only with --engine ray", file=err)
+        return 2
     inputs = [Path(p) for p in inputs]
+    executor = None
+    if engine == "ray":
+        from analyzer.ray_engine import RayUnavailable, RayWindows, import_ray
+
+        try:
+            import_ray()
+        except RayUnavailable as e:
+            print(f"moetrace: error: {e}", file=err)
+            return 2
+        executor = RayWindows(address)
     try:
         config = load_config(config_path, search_from=[*(inputs[:1]), Path.cwd()])
         config = config.with_overrides(select=select, ignore=ignore, fail_on=fail_on, window_events=window_events,
                                        jobs=jobs)
         with Bars(enabled=progress) as bars:  # events read and written, windows and rules run
             if fmt == "html":
-                report, extra = _with_facts(inputs, config, bars)
+                report, extra = _with_facts(inputs, config, bars, executor)
             else:
-                report, extra = diagnose(inputs, config, progress=bars), {}
+                report, extra = diagnose(inputs, config, progress=bars, executor=executor), {}
     except (TraceError, ConfigError) as e:
         print(f"moetrace: error: {e}", file=err)
         return 2
@@ -77,7 +97,7 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
     return report.exit_code(config.fail_on)
 
 
-def _with_facts(inputs: Sequence[Path], config, progress):
+def _with_facts(inputs: Sequence[Path], config, progress, executor=None):
     """The report and what the HTML page reads from the trace (the heatmap, where cores stopped)."""
     from dataclasses import replace
 
@@ -145,9 +165,16 @@ def register(app: typer.Typer) -> None:
         source_root: Annotated[Optional[Path], typer.Option(
             "--source-root", metavar="DIR", help="SARIF: where the manifest's relative source paths sit in the "
                                                  "repository (the current directory), e.g. csrc.")] = None,
+        engine: Annotated[Literal[ENGINES], typer.Option(
+            "--engine", metavar="ENGINE", help="local: windows here (--jobs processes) | ray: each window a Ray "
+                                               "task on a cluster; the dataset must be on storage every node "
+                                               "sees (needs moetrace[ray]).")] = "local",
+        address: Annotated[Optional[str], typer.Option(
+            "--address", metavar="ADDR", help="With --engine ray: the cluster to join (host:port, ray://..., "
+                                              "auto); default RAY_ADDRESS, else a new local cluster.")] = None,
     ) -> None:
         """Diagnose a trace: root causes first, then the symptoms they explain."""
         code = run_diagnose(inputs, fmt, None, fail_on, config, select=select, ignore=ignore,
                             output=output, progress=not no_progress, window_events=window_events, jobs=jobs,
-                            max_findings=max_findings, source_root=source_root)
+                            max_findings=max_findings, source_root=source_root, engine=engine, address=address)
         raise typer.Exit(code)
