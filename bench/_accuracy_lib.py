@@ -60,7 +60,9 @@ REPORTED = ("error", "warning")
 # annotation), or bare (only what docs/trace-format.md requires: see ``make_bare``).
 MODES = ("full", "bare")
 LAYOUTS = BARRIER_LAYOUTS  # every way of recording a cross-rank barrier is in the matrix
-HAZARD_FAMILIES = ("missing-drain", "stale-flag", "invalid-expert-id")
+# data-race: the unordered pair is in the events whether or not the read lost the race;
+# engine-limit: the unsupported operation is in the events (and aborts, where it does).
+HAZARD_FAMILIES = ("missing-drain", "stale-flag", "invalid-expert-id", "data-race", "engine-limit")
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ TRUTH_FILE = "truth.json"
 
 _MODULES = (("classic", "Classic"), ("doubleplane", "Doubleplane"), ("fused", "Fused"),
             ("generation", "Generation"), ("reduce_scatter", "ReduceScatter"),
-            ("sdma_fallback", "SdmaFallback"), ("udma_atomic", "UdmaAtomic"))
+            ("sdma_fallback", "SdmaFallback"), ("udma_atomic", "UdmaAtomic"),
+            ("reduce_scatter_staged", "ReduceScatterStaged"), ("unified_atomic", "UnifiedAtomic"))
 
 
 def _protocols() -> dict:
