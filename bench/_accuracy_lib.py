@@ -163,8 +163,8 @@ def make_bare(dataset: Path) -> None:
     """Strip a dataset down to what the contract requires, in place.
 
     The manifest loses every optional region annotation (``reset``,
-    ``monotonic``, ``slot_words``, ``index``), its ``sites`` and its
-    ``params``; every event loses every field its kind carries only
+    ``monotonic``, ``slot_words``, ``index``), its ``sites``, ``params``,
+    ``platform`` and per-peer ``transport``; every event loses every field its kind carries only
     optionally (``ingest.contract.FIELDS``' optional half, plus ``site`` and
     ``epoch``). What is left is the trace a user writes from the docs'
     required columns alone: the diagnosis must hold on it.
@@ -176,8 +176,8 @@ def make_bare(dataset: Path) -> None:
 
     path = dataset / "manifest.json"
     doc = json.loads(path.read_text())
-    doc.pop("sites", None)
-    doc.pop("params", None)
+    for key in ("sites", "params", "platform", "transport"):
+        doc.pop(key, None)
     for region in doc["regions"]:
         for key in ("reset", "monotonic", "slot_words", "index"):
             region.pop(key, None)

@@ -182,6 +182,9 @@ def _outcome(kern, m, res) -> dict:
                 d.update(waiting="other")
             stuck.append(d)
         return {"status": "hung", "stuck": stuck, "pending_ops": heap.pending_ops()}
+    aborted = sorted(getattr(kern, "aborted", ()))
+    if aborted:  # a kernel_abort trapped these (round, rank)s: no output, though nobody waited on them
+        return {"status": "aborted", "aborted": [{"round": g, "rank": r} for g, r in aborted]}
     wrong = []
     for key in sorted(kern.want):
         want = kern.want[key]
@@ -212,7 +215,9 @@ def write(m: Machine, kern, truth: Truth, out: Path) -> int:
                                    "params": kern.manifest_params(),
                                    "regions": [r.to_json() for r in regions],
                                    "sites": {str(k): v for k, v in m.sites.text.items()},
-                                   "names": list(m.names)})
+                                   "names": list(m.names),
+                                   # platform / per-peer transport, where the kernel knows them
+                                   **(kern.manifest_extra() if hasattr(kern, "manifest_extra") else {})})
     out.mkdir(parents=True, exist_ok=True)
     ds = out / DATASET_DIR
     w = DatasetWriter(ds, manifest, overwrite=True)

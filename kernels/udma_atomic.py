@@ -1,9 +1,11 @@
 """UDMA scalar atomic add (atomic-add pattern §2.3 / §6.3).
 
-Every rank adds its contribution word by word into each peer's accumulator with
-aclshmemx_udma_atomic_add, then aclshmemx_udma_quiet(pe) (the add is only
-submitted when the call returns), then an MTE signal sets its done slot on that
-peer. Core 0 of each rank waits every done slot, reads the sums, and resets
+Every rank first puts a copy of its contribution for each peer into that peer's
+stage slot (the peer's record of who sent what) with a UDMA put and
+aclshmemx_udma_quiet(pe) (UDMA takes no RMA and AMO to one PE at once), then adds
+it word by word into the peer's accumulator with aclshmemx_udma_atomic_add, then
+aclshmemx_udma_quiet(pe) (the add is only submitted when the call returns), then
+an MTE signal sets its done slot on that peer. Core 0 of each rank waits every done slot, reads the sums, and resets
 accumulator and done slots for the next launch.
 """
 
@@ -16,14 +18,14 @@ from ingest.contract import Cmp, Engine, Op, Role
 from .base import ReduceKernel
 from .sim.machine import RegionSpec
 
-ACC, DONE = 0, 1
+ACC, DONE, STAGE = 0, 1, 2
 
 
 class UdmaAtomic(ReduceKernel):
     name = "udma_atomic"
     kernel_name = "udma_atomic_add"
     doc = "UDMA scalar atomic add to every peer, UDMA quiet, then an MTE done flag"
-    faults = ("missing-quiet", "wrong-engine-quiet", "rank-stop")
+    faults = ("missing-quiet", "wrong-engine-quiet", "concurrent-rma-amo", "rank-stop")
 
     @classmethod
     def fault_bounds(cls, p):
@@ -32,7 +34,9 @@ class UdmaAtomic(ReduceKernel):
     def regions(self):
         p = self.p
         return [RegionSpec("acc", Role.OUTPUT, p.tokens * p.hidden),
-                RegionSpec("done", Role.FLAG, p.ranks, reset=0, index="rank")]
+                RegionSpec("done", Role.FLAG, p.ranks, reset=0, index="rank"),
+                RegionSpec("stage", Role.PAYLOAD, p.ranks * p.tokens * p.hidden, slot_words=p.tokens * p.hidden,
+                           index="rank")]
 
     def body(self, m, c, g):
         p, r = self.p, c.rank
@@ -42,7 +46,12 @@ class UdmaAtomic(ReduceKernel):
         words = np.arange(p.tokens * p.hidden)
         skip = self.plan.hit("missing-quiet", rank=r, core=c.core, round=g)
         wrong = self.plan.hit("wrong-engine-quiet", rank=r, core=c.core, round=g)
+        together = self.plan.hit("concurrent-rma-amo", rank=r, core=c.core, round=g)
+        n = len(words)
         for peer in range(c.core, P, p.cores):
+            m.emit(c, [m.put(c, Engine.UDMA, peer, STAGE, [r * n], contrib[peer], n)])
+            if not together:
+                m.emit(c, [m.quiet(c, Engine.UDMA, peer)])
             m.emit(c, [m.amo(c, Engine.UDMA, peer, ACC, words, Op.ADD, contrib[peer])])
             yield
             if not skip:
