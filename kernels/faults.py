@@ -71,7 +71,7 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
     FaultSpec("self-via-atomic", "missing-drain",
               "the self contribution is also fetched through the atomic path",
               "self is counted twice (wrong sum)", ("rank", "core", "round")),
-    FaultSpec("same-chunk", "missing-drain",
+    FaultSpec("same-chunk", "data-race",
               "two cores of the SDMA fallback are given the same output chunk",
               "their read-add-write races overwrite each other and another chunk is never reduced "
               "(lost accumulation)", ("rank", "core", "round")),
