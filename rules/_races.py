@@ -160,8 +160,33 @@ def races(trace):
                       pa, pc, conc, nconc, before)
         hit = conc >= 0
         bw = np.where(before >= 0, writes[np.maximum(before, 0)], -1)
+        rdone = _done_of(trace, reads, True)
+        _released(trace, reads, rg, rs, re, rdone, hit, conc, writes, bw, pa, pc)
         return reads[hit], writes[conc[hit]], nconc[hit], bw[hit]
     return P.cached(trace, "races", build)
+
+
+def _released(trace, reads, rg, rs, re, rdone, hit, conc, writes, bw, pa, pc) -> None:
+    """A stage reused properly, then read too early, is a missing pre barrier, not a post one.
+
+    A read with a write ordered before it (w0) and an unordered later write (w) looks like
+    w overwriting what the read wanted. But where another read of the same rank of those
+    words finished before w (the rank had released w0's stage: the post barrier of that
+    stage was there), w is the next stage's legitimate write, and this read, unordered with
+    it, is missing its pre barrier: its "write before" is forgotten (in place).
+    """
+    rank, core = trace["rank"], trace["core"]
+    for i in np.flatnonzero(hit & (bw >= 0)):
+        w = int(writes[conc[i]])
+        same = np.flatnonzero((rg == rg[i]) & (rank[reads] == rank[reads[i]]) & (rs < re[i]) & (re > rs[i]))
+        for j in same:
+            d = int(rdone[j])
+            if j == i or d < 0:
+                continue
+            if (rank[d] == rank[w] and ((core[d] == core[w] and d < w) or (core[d] != core[w] and pc[d] < pc[w]))) \
+                    or (rank[d] != rank[w] and pa[d] < pa[w]):
+                bw[i] = -1
+                break
 
 
 def flag_edge(trace, write: int, read: int) -> str | None:
