@@ -18,6 +18,9 @@ class FaultSpec:
     consequence: str
     keys: tuple[str, ...]  # placement keys the fault uses
     min_rounds: int = 1  # a flag not reset between rounds needs a next round to bite
+    # Optional contract fields (kind.field) all of the fault's evidence lies in: a trace that
+    # leaves them out (the accuracy matrix's bare mode) cannot show the fault at all.
+    evidence_in: tuple[str, ...] = ()
 
 
 FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
@@ -89,6 +92,11 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
               "the UDMA quiet between a put to a peer and the atomics to the same peer is left out",
               "the amo issued while the put is outstanding is dropped by the engine (lost accumulation)",
               ("rank", "core", "round")),
+    FaultSpec("put-source-reused", "missing-drain",
+              "the UB staging tile of a UDMA put is cleared for reuse before the quiet that completes the put",
+              "the engine reads the tile when it sends: the peer's stage slot gets the cleared tile "
+              "(wrong stage contents)", ("rank", "core", "round"),
+              evidence_in=("put.local_region", "put.local_offset")),
     FaultSpec("float-atomic-roce", "engine-limit",
               "the reduction uses aclshmem_float_atomic_add, and some peers are reached over RoCE",
               "the unified API aborts the kernel at the first RoCE peer: every rank stops, the peers "

@@ -125,6 +125,9 @@ class Heap:
                 return
             self.store(p.peer, p.region, p.offs[sel], 1, rows if np.isscalar(rows) else rows.reshape(-1), True)
         else:
+            if p.src_region is not None:  # a put that reads its local source as it lands
+                src = self.mem[p.src_region][c.rank]
+                rows = src[p.src_offs[sel, None] + np.arange(p.words)].copy()
             self.store(p.peer, p.region, p.offs[sel], p.words, rows, add)
             if p.sig is not None:  # put_signal: the signal lands with (after) its payload
                 region, offs, op, vals = p.sig
