@@ -24,7 +24,7 @@ ACC, DONE, STAGE, UB = 0, 1, 2, 3
 class UdmaAtomic(ReduceKernel):
     name = "udma_atomic"
     kernel_name = "udma_atomic_add"
-    doc = "UDMA scalar atomic add to every peer, UDMA quiet, then an MTE done flag"
+    doc = "UDMA put of each peer's block from UB + quiet, UDMA scalar atomic add, UDMA quiet, MTE done flag"
     faults = ("missing-quiet", "wrong-engine-quiet", "concurrent-rma-amo", "put-source-reused", "rank-stop")
 
     @classmethod
