@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.contract import DType, Engine, Kind
+from ingest.contract import DType, Engine  # noqa: F401  (Engine: the rules name transports through E)
 
 from . import _passes as P
-from .base import Confidence
 
 # Element types the MTE transport alone carries (the unified API aborts elsewhere).
 MTE_ONLY = (DType.INT8, DType.INT16, DType.HALF, DType.BFLOAT16)
-# Non-integer types: RoCE atomics take int32 / uint32 / int64 / uint64 only.
-NON_INTEGER = (DType.HALF, DType.BFLOAT16, DType.FLOAT)
 # MTE scalar atomics only Ascend950 has (910B / 910C, i.e. A2 / A3, do not).
 EXT_TYPES = (DType.UINT32, DType.INT64, DType.UINT64)
 PLATFORMS_WITHOUT_EXT = ("A2", "A3")
@@ -79,6 +76,3 @@ def hits_by_site(rule, trace, rows: np.ndarray, describe, role: str, extra=None)
 def over(trace, mapped: np.ndarray, row: int) -> str:
     return "by the manifest's transport map" if mapped[row] else "as the event names it"
 
-
-__all__ = ["MTE_ONLY", "NON_INTEGER", "EXT_TYPES", "PLATFORMS_WITHOUT_EXT", "amo_transport", "dtype_in",
-           "aborted_at", "hits_by_site", "over", "Confidence", "Engine", "Kind"]
