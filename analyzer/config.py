@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from rules.base import Family  # cheap: no numpy, no rule modules
+
 from .windows import WINDOW_EVENTS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 LEVELS = ("error", "warning", "note")
 FAIL_ON = LEVELS + ("never",)
-FAMILIES = ("hang", "stale-flag", "capacity-truncation", "missing-drain", "invalid-expert-id")
+FAMILIES = tuple(f.value for f in Family)
 CONFIG_FILES = ("moetrace.toml", "pyproject.toml")  # first found in a directory wins
 _KEYS = ("select", "ignore", "severity", "options", "fail-on", "window-events", "jobs")
 _CODE_PREFIX = re.compile(r"^MT[0-9]{0,3}$")

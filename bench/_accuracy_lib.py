@@ -27,6 +27,10 @@ key by key of ``place`` (keys a fault does not have are not checked):
 - ``token`` / ``topk`` (the slot of a route): the finding's ``extra`` or one of
   its evidence events names that token (and top-k index).
 
+A fault whose evidence lies only in optional fields (``FaultSpec.evidence_in``: a
+put's source) is not required in the bare mode, which strips them: that trace
+cannot show it (``Scored.blind``; scored skipped unless something found it).
+
 A fault truth.json marks ``latent`` (the run completed correctly on that
 interleaving) is scored found-latent / missed-latent. It is still required
 (``Scored.required``: tests/test_accuracy.py fails on its miss) when it is a
@@ -62,7 +66,9 @@ REPORTED = ("error", "warning")
 MODES = ("full", "bare")
 LAYOUTS = BARRIER_LAYOUTS  # every way of recording a cross-rank barrier is in the matrix
 ROUTES = ROUTE_LAYOUTS  # and every place a kernel may record its routes
-HAZARD_FAMILIES = ("missing-drain", "stale-flag", "invalid-expert-id")
+# data-race: the unordered pair is in the events whether or not the read lost the race;
+# engine-limit: the unsupported operation is in the events (and aborts, where it does).
+HAZARD_FAMILIES = ("missing-drain", "stale-flag", "invalid-expert-id", "data-race", "engine-limit")
 
 
 @dataclass(frozen=True)
@@ -93,14 +99,20 @@ class Scored:
     found: bool
     matched: list = field(default_factory=list)  # ids of the findings that match it
     executed: bool = True  # the kernel took the faulty path (truth.json); False: nothing of it in the trace
+    # The optional fields its evidence is in were stripped (bare mode): the trace cannot show it.
+    blind: bool = False
 
     @property
     def required(self) -> bool:
         """Must be found: it manifested, or it is a hazard the trace shows anyway (module doc)."""
+        if self.blind:
+            return False
         return not self.latent or (self.family in HAZARD_FAMILIES and self.executed)
 
     @property
     def outcome(self) -> str:
+        if self.blind and not self.found:
+            return "skipped-blind"
         if self.latent and not self.found and not self.required:
             return "skipped-latent"
         return ("found" if self.found else "missed") + ("-latent" if self.latent else "")
@@ -170,8 +182,8 @@ def make_bare(dataset: Path) -> None:
     """Strip a dataset down to what the contract requires, in place.
 
     The manifest loses every optional region annotation (``reset``,
-    ``monotonic``, ``slot_words``, ``index``), its ``sites`` and its
-    ``params``; every event loses every field its kind carries only
+    ``monotonic``, ``slot_words``, ``index``), its ``sites``, ``params``,
+    ``platform`` and per-peer ``transport``; every event loses every field its kind carries only
     optionally (``ingest.contract.FIELDS``' optional half, plus ``site`` and
     ``epoch``). What is left is the trace a user writes from the docs'
     required columns alone: the diagnosis must hold on it.
@@ -183,8 +195,8 @@ def make_bare(dataset: Path) -> None:
 
     path = dataset / "manifest.json"
     doc = json.loads(path.read_text())
-    doc.pop("sites", None)
-    doc.pop("params", None)
+    for key in ("sites", "params", "platform", "transport"):
+        doc.pop(key, None)
     for region in doc["regions"]:
         for key in ("reset", "monotonic", "slot_words", "index"):
             region.pop(key, None)
@@ -235,7 +247,8 @@ def run_case(case: Case, workdir: str | Path | None = None, shape: dict | None =
         rounds = FAULTS[tf["name"]].min_rounds if tf["name"] in FAULTS else 1
         hit = [f.id for f in roots if f.family == tf["family"] and at_place(f, tf["place"], rounds)]
         used.update(hit)
-        scored.append(Scored(tf["name"], tf["family"], tf["place"], bool(tf["latent"]), bool(hit), hit,
+        blind = case.mode == "bare" and tf["name"] in FAULTS and bool(FAULTS[tf["name"]].evidence_in)
+        scored.append(Scored(tf["name"], tf["family"], tf["place"], bool(tf["latent"]), bool(hit), hit, blind=blind,
                              executed=bool(tf.get("executed", True))))
     spurious = [f for f in roots if f.id not in used]
     return Result(case, truth["outcome"]["status"], scored, roots, reported, spurious)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from ingest.contract import (ALLOWED, COLUMNS, COMMON_OPTIONAL, FIELDS, JSON_NAME, RANK_FIELDS, Kind, Role,  # noqa: E402
                              json_name, must_be_rank)
-from ingest.manifest import SLOT_INDEX  # noqa: E402
+from ingest.manifest import PLATFORMS, SLOT_INDEX, TRANSPORTS  # noqa: E402
 
 
 def _columns() -> str:
@@ -81,6 +81,14 @@ def _slot_index() -> str:
     return "\n".join(rows)
 
 
+def _platforms() -> str:
+    rows = ["| `platform` | what it supports |", "|---|---|"]
+    rows += [f"| `{k}` | {v} |" for k, v in PLATFORMS.items()]
+    rows.append("")
+    rows.append("Transports (`transport` entries): " + ", ".join(f"`{e.wire}`" for e in TRANSPORTS) + ".")
+    return "\n".join(rows)
+
+
 def _rank_checks() -> str:
     """Which rank-valued fields every reader checks against the manifest (contract.must_be_rank)."""
     checked, computed = [], []
@@ -100,7 +108,7 @@ def _rank_checks() -> str:
             "evidence for the rules (MT501, MT502), so ingest only checks that it fits its column type.")
 
 
-BLOCKS = {"columns": _columns, "kinds": _kinds, "enums": _enums, "slot_index": _slot_index,
+BLOCKS = {"columns": _columns, "kinds": _kinds, "platforms": _platforms, "enums": _enums, "slot_index": _slot_index,
           "rank_checks": _rank_checks}
 
 

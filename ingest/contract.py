@@ -134,7 +134,7 @@ class Role(_Named):
 
 
 class DType(_Named):
-    """Element type named by atomic_mode."""
+    """Element type named by atomic_mode and amo."""
 
     INT8 = 0
     INT16 = 1
@@ -194,8 +194,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("region", pa.int16(), "symmetric region, an index into the manifest's regions", ref="region"),
     Column("offset", pa.int64(), "offset in elements of the region"),
     Column("nbytes", pa.int64(), "bytes moved or written"),
-    Column("local_region", pa.int16(), "get: local destination region", ref="region"),
-    Column("local_offset", pa.int64(), "get: local destination offset in elements"),
+    Column("local_region", pa.int16(), "get: local destination region; put: local source region", ref="region"),
+    Column("local_offset", pa.int64(), "get: local destination offset in elements; put: local source offset"),
     Column("sig_region", pa.int16(), "put_signal: region of the signal word", ref="region"),
     Column("sig_offset", pa.int64(), "put_signal: offset of the signal word"),
     Column("op", pa.int8(), "set / add (signal, amo, put_signal); add / none (atomic_mode)", enum=Op),
@@ -206,7 +206,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("outcome", pa.int8(), "wait_end: ok or timeout", enum=Outcome),
     Column("pipe_op", pa.int8(), "pipe_sync operation (JSON field 'op')", enum=PipeOp),
     Column("event", pa.int8(), "pipe_sync hardware event", enum=PipeEvent),
-    Column("dtype", pa.int8(), "atomic_mode element type", enum=DType),
+    Column("dtype", pa.int8(), "atomic_mode / amo element type", enum=DType),
     Column("scope", pa.int8(), "barrier scope", enum=Scope),
     Column("token", pa.int32(), "route: token index on the owner rank"),
     Column("topk", pa.int16(), "route: top-k slot of the token"),
@@ -238,11 +238,12 @@ _ONE_SIDED = ("engine", "peer", "region", "offset", "nbytes")
 FIELDS: dict[Kind, tuple[tuple[str, ...], tuple[str, ...]]] = {
     Kind.KERNEL_BEGIN: (("name",), ()),
     Kind.KERNEL_END: (("name",), ()),
-    Kind.PUT: (_ONE_SIDED, ("value",)),
+    # Optional parts are append-only: a new one goes last (its ring presence bit is its place).
+    Kind.PUT: (_ONE_SIDED, ("value", "local_region", "local_offset")),
     Kind.GET: (_ONE_SIDED + ("local_region", "local_offset"), ()),
     Kind.PUT_SIGNAL: (_ONE_SIDED + ("sig_region", "sig_offset", "op", "value"), ()),
     Kind.SIGNAL: (("engine", "peer", "region", "offset", "op", "value"), ()),
-    Kind.AMO: (("engine", "peer", "region", "offset", "op", "value"), ()),
+    Kind.AMO: (("engine", "peer", "region", "offset", "op", "value"), ("dtype",)),
     Kind.QUIET: (("engine",), ("peer",)),
     Kind.FENCE: ((), ("engine", "peer")),
     Kind.WAIT_BEGIN: (("region", "offset", "cmp", "value"), ("words",)),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .contract import ADDRESS_LIMIT, COLUMN, FORMAT, HEAP_LIMIT, Kind, Role, column_range, must_be_rank
+from .contract import ADDRESS_LIMIT, COLUMN, FORMAT, HEAP_LIMIT, Engine, Kind, Role, column_range, must_be_rank
 from .errors import TraceError
 
 
@@ -27,6 +27,19 @@ SLOT_INDEX = {
     "dispatch": "slot = (src_rank*E_l + local_expert)*(B*K) + i on the expert rank; written by src_rank",
     "rank": "slot = the writer's rank (one slot per peer); written by that rank",
 }
+
+
+# The platforms a rule knows the engine limits of (``platform`` may also be free text: then
+# the limits that depend on it are not checked).
+PLATFORMS = {
+    "A2": "Atlas A2 (Ascend 910B): MTE atomics on int8/int16/int32/half/bfloat16/float only",
+    "A3": "Atlas A3 (Ascend 910C): as A2",
+    "Ascend950": "Ascend 950: MTE atomics also on uint32/int64/uint64; UDMA and RoCE scalar atomics",
+}
+
+# Engines a manifest's transport map may name: the ones that reach a peer (the unified API's
+# topo_list); local work and "all" are no transport.
+TRANSPORTS = tuple(e for e in Engine if e not in (Engine.LOCAL, Engine.ALL))
 
 
 # A region's optional annotations: each sharpens the diagnosis; none is needed for it.
@@ -76,6 +89,16 @@ class Manifest:
     sites: Mapping[int, str] = field(default_factory=dict)
     names: tuple[str, ...] = ()  # kernel names by id, for binary dumps
     format: str = FORMAT
+    platform: str | None = None  # "A2", "A3", "Ascend950" (PLATFORMS) or free text
+    # transport[r][p]: the engine rank r reaches peer p over (topo_list), None where not stated.
+    transport: tuple[tuple[Engine | None, ...], ...] | None = None
+
+    def transport_to(self, rank: int, peer: int) -> Engine | None:
+        """The engine ``rank`` reaches ``peer`` over, where the manifest's transport map says."""
+        t = self.transport
+        if t is None or not (0 <= rank < len(t)) or not (0 <= peer < len(t[rank])):
+            return None
+        return t[rank][peer]
 
     # ---- derived ---------------------------------------------------------
     @property
@@ -133,6 +156,10 @@ class Manifest:
             out["sites"] = {str(k): v for k, v in sorted(self.sites.items())}
         if self.names:
             out["names"] = list(self.names)
+        if self.platform is not None:
+            out["platform"] = self.platform
+        if self.transport is not None:
+            out["transport"] = [[e.wire if e is not None else None for e in row] for row in self.transport]
         return out
 
     def dump(self, path: Path) -> None:
@@ -245,9 +272,36 @@ class Manifest:
         for i, n in enumerate(names):
             if not isinstance(n, str):
                 raise err(f"$.names[{i}]", f"a kernel name must be a string, got {n!r}")
+        platform = need(doc, "platform", str, "$.", optional=True)
+        transport = _transport(doc.get("transport"), ranks, err)
         _check_values(doc, "$", err)
         return cls(ranks=ranks, cores=cores, protocol=protocol, regions=tuple(regions),
-                   params=params, clock_hz=clock, sites=sites, names=names, format=fmt)
+                   params=params, clock_hz=clock, sites=sites, names=names, format=fmt,
+                   platform=platform, transport=transport)
+
+
+def _transport(raw, ranks: int, err):
+    """The optional per-peer transport map: one list per rank of one engine name (or null) per peer."""
+    if raw is None:
+        return None
+    names = ", ".join(e.wire for e in TRANSPORTS)
+    if not isinstance(raw, list) or len(raw) != ranks:
+        raise err("$.transport", f"transport must be a list of {ranks} lists (one per rank) of engine names")
+    rows = []
+    for r, row in enumerate(raw):
+        if not isinstance(row, list) or len(row) != ranks:
+            raise err(f"$.transport[{r}]", f"transport[{r}] must list one engine (or null) for each of the "
+                                           f"{ranks} peers")
+        out = []
+        for p, name in enumerate(row):
+            if name is None:
+                out.append(None)
+                continue
+            if not isinstance(name, str) or name.lower() not in {e.wire for e in TRANSPORTS}:
+                raise err(f"$.transport[{r}][{p}]", f"unknown transport {name!r}; expected one of {names} or null")
+            out.append(Engine.from_wire(name))
+        rows.append(tuple(out))
+    return tuple(rows)
 
 
 def _data_int(v: int) -> bool:

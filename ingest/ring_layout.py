@@ -59,7 +59,7 @@ RECORD_SLOTS: tuple[Slot, ...] = (
     Slot("kind", 16, "u1", "uint8_t", "contract Kind code"),
     Slot("e0", 17, "u1", "uint8_t", "first enum field"),
     Slot("e1", 18, "u1", "uint8_t", "second enum field"),
-    Slot("pad", 19, "u1", "uint8_t", "zero"),
+    Slot("e2", 19, "u1", "uint8_t", "third enum field (zero where a kind has none)"),
     Slot("present", 20, "<u2", "uint16_t", "presence bits of the optional fields"),
     Slot("h", 22, "<i2", "int16_t", "a rank-sized field"),
     Slot("r0", 24, "<u2", "uint16_t", "a region id (index into the manifest's regions)"),
@@ -96,6 +96,19 @@ SLOT_OF: dict[str, str] = {
     "value": "y", "observed": "y", "local_offset": "y", "slot": "y", "requested": "y",
 }
 
+# Where a kind stores a column in another slot than ``SLOT_OF`` says: the default slot is
+# taken by a field the kind shipped with first (append-only: shipped slots never move).
+SLOT_OF_KIND: dict[tuple[Kind, str], str] = {
+    (Kind.AMO, "dtype"): "e2",  # e0 is the amo's engine
+    (Kind.PUT, "local_offset"): "v",  # y is the put's value
+}
+
+
+def slot_of(kind: Kind, column: str) -> str:
+    """The record slot ``kind`` stores ``column`` in."""
+    return SLOT_OF_KIND.get((kind, column), SLOT_OF[column])
+
+
 # Slots whose values are region ids, checked against the manifest.
 REGION_SLOTS = ("r0", "r1")
 
@@ -118,7 +131,7 @@ def presence_bit(kind: Kind, column: str) -> int | None:
 def kind_slots(kind: Kind) -> list[tuple[str, str, int | None]]:
     """(column, slot, presence bit or None) for every field the kind may carry."""
     req, opt = FIELDS[kind]
-    return [(c, SLOT_OF[c], presence_bit(kind, c)) for c in req + opt + COMMON_OPTIONAL]
+    return [(c, slot_of(kind, c), presence_bit(kind, c)) for c in req + opt + COMMON_OPTIONAL]
 
 
 def _check_table() -> None:
@@ -131,6 +144,8 @@ def _check_table() -> None:
             assert slot not in used, f"{kind.wire}: {col} and {used[slot]} share slot {slot}"
             used[slot] = col
     assert set(SLOT_OF) - {"ts", "launch", "kind"} <= set(COLUMN)
+    for kind, col in SLOT_OF_KIND:
+        assert col in FIELDS[kind][0] + FIELDS[kind][1], (kind, col)
 
 
 _check_table()
@@ -138,7 +153,10 @@ _check_table()
 
 @dataclass(frozen=True)
 class Plan:
-    """How one contract column is read from the records.
+    """How one contract column is read from the records (of the kinds that keep it in one slot).
+
+    A column some kind keeps elsewhere (``SLOT_OF_KIND``) has one plan per slot,
+    each covering only its kinds; readers merge them.
 
     Kinds are bit masks (bit k = kind code k) so the per-row work is a few
     AND/compare passes over a ``1 << kind`` array instead of gathers.
@@ -165,28 +183,30 @@ def _plans() -> list[Plan]:
     for c in COLUMNS:
         if c.envelope or c.name not in SLOT_OF:
             continue
-        req = np.zeros(256, bool)
-        bit = np.zeros(256, np.uint16)
-        req_kinds = 0
-        opt: dict[int, int] = {}
-        allowed: dict[int, int] = {}
-        for kind in Kind:
-            for col, _slot, b in kind_slots(kind):
-                if col != c.name:
-                    continue
-                if b is None:
-                    req[kind] = True
-                    req_kinds |= 1 << kind
-                else:
-                    bit[kind] = b
-                    opt[b] = opt.get(b, 0) | (1 << kind)
-                if c.enum is not None:
-                    codes = ALLOWED.get((kind, col), frozenset(int(m) for m in c.enum))
-                    mask = sum(1 << int(x) for x in codes)
-                    allowed[mask] = allowed.get(mask, 0) | (1 << kind)
-        plans.append(Plan(c.name, SLOT_OF[c.name], req, bit, req_kinds,
-                           tuple((k, b) for b, k in opt.items()),
-                           tuple((k, m) for m, k in allowed.items())))
+        slots = [SLOT_OF[c.name]] + sorted({s for (k, col), s in SLOT_OF_KIND.items() if col == c.name})
+        for slot_name in slots:
+            req = np.zeros(256, bool)
+            bit = np.zeros(256, np.uint16)
+            req_kinds = 0
+            opt: dict[int, int] = {}
+            allowed: dict[int, int] = {}
+            for kind in Kind:
+                for col, slot, b in kind_slots(kind):
+                    if col != c.name or slot != slot_name:
+                        continue
+                    if b is None:
+                        req[kind] = True
+                        req_kinds |= 1 << kind
+                    else:
+                        bit[kind] = b
+                        opt[b] = opt.get(b, 0) | (1 << kind)
+                    if c.enum is not None:
+                        codes = ALLOWED.get((kind, col), frozenset(int(m) for m in c.enum))
+                        mask = sum(1 << int(x) for x in codes)
+                        allowed[mask] = allowed.get(mask, 0) | (1 << kind)
+            plans.append(Plan(c.name, slot_name, req, bit, req_kinds,
+                              tuple((k, b) for b, k in opt.items()),
+                              tuple((k, m) for m, k in allowed.items())))
     return plans
 
 
@@ -211,7 +231,7 @@ def layout_markdown() -> str:
     for s in RECORD_SLOTS:
         out.append(f"| {s.offset} | {np.dtype(s.dtype).itemsize} | `{s.c_type}` | `{s.name}` | {s.doc} |")
     slots = [s.name for s in RECORD_SLOTS if s.name in
-             ("e0", "e1", "h", "r0", "r1", "u", "v", "x", "y")]
+             ("e0", "e1", "e2", "h", "r0", "r1", "u", "v", "x", "y")]
     out.append("\nPer-kind slot mapping (`field` = required, `field?` = optional, "
                "with its presence bit; every kind may also carry `site` (bit 0) and `epoch` (bit 1)):\n")
     out.append("| code | kind | " + " | ".join(f"`{s}`" for s in slots) + " |")

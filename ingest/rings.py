@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .contract import COLUMN, COLUMNS, SCHEMA, Kind, column_range, must_be_rank, range_problem
 from .errors import TraceError
@@ -271,7 +272,10 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
         # its column's range (a slot wider than its column must not wrap, a sentinel is no data).
         if not plan.allowed and plan.slot not in REGION_SLOTS:
             _check_range(raw, valid & ~of_kinds(rank_kinds), plan.column, kind, fail)
-        cols[plan.column] = _masked(raw.astype(np_type, copy=False), valid)
+        got = _masked(raw.astype(np_type, copy=False), valid)
+        if plan.column in cols:  # a column some kinds keep in another slot: its other plan's rows
+            got = pc.if_else(pa.array(valid), got, cols[plan.column])
+        cols[plan.column] = got
     arrays = [cols[c.name] if c.name in cols else None for c in COLUMNS]
     if None in arrays:
         # All-null columns share one lazily zeroed buffer: nothing is touched.

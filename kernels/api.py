@@ -26,7 +26,8 @@ TRUTH_FILE = "truth.json"
 
 _MODULES = (("classic", "Classic"), ("doubleplane", "Doubleplane"), ("fused", "Fused"),
             ("generation", "Generation"), ("reduce_scatter", "ReduceScatter"),
-            ("sdma_fallback", "SdmaFallback"), ("udma_atomic", "UdmaAtomic"))
+            ("sdma_fallback", "SdmaFallback"), ("udma_atomic", "UdmaAtomic"),
+            ("reduce_scatter_staged", "ReduceScatterStaged"), ("unified_atomic", "UnifiedAtomic"))
 
 
 def _protocols() -> dict:
@@ -185,6 +186,9 @@ def _outcome(kern, m, res) -> dict:
                 d.update(waiting="other")
             stuck.append(d)
         return {"status": "hung", "stuck": stuck, "pending_ops": heap.pending_ops()}
+    aborted = sorted(getattr(kern, "aborted", ()))
+    if aborted:  # a kernel_abort trapped these (round, rank)s: no output, though nobody waited on them
+        return {"status": "aborted", "aborted": [{"round": g, "rank": r} for g, r in aborted]}
     wrong = []
     for key in sorted(kern.want):
         want = kern.want[key]
@@ -215,7 +219,9 @@ def write(m: Machine, kern, truth: Truth, out: Path) -> int:
                                    "params": kern.manifest_params(),
                                    "regions": [r.to_json() for r in regions],
                                    "sites": {str(k): v for k, v in m.sites.text.items()},
-                                   "names": list(m.names)})
+                                   "names": list(m.names),
+                                   # platform / per-peer transport, where the kernel knows them
+                                   **(kern.manifest_extra() if hasattr(kern, "manifest_extra") else {})})
     out.mkdir(parents=True, exist_ok=True)
     ds = out / DATASET_DIR
     w = DatasetWriter(ds, manifest, overwrite=True)

@@ -18,6 +18,9 @@ class FaultSpec:
     consequence: str
     keys: tuple[str, ...]  # placement keys the fault uses
     min_rounds: int = 1  # a flag not reset between rounds needs a next round to bite
+    # Optional contract fields (kind.field) all of the fault's evidence lies in: a trace that
+    # leaves them out (the accuracy matrix's bare mode) cannot show the fault at all.
+    evidence_in: tuple[str, ...] = ()
 
 
 FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
@@ -71,9 +74,40 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
     FaultSpec("self-via-atomic", "missing-drain",
               "the self contribution is also fetched through the atomic path",
               "self is counted twice (wrong sum)", ("rank", "core", "round")),
-    FaultSpec("same-chunk", "missing-drain",
+    FaultSpec("same-chunk", "data-race",
               "two cores of the SDMA fallback are given the same output chunk",
               "their read-add-write races overwrite each other and another chunk is never reduced "
+              "(lost accumulation)", ("rank", "core", "round")),
+    FaultSpec("missing-pre-barrier", "data-race",
+              "the barrier_all between the workspace stores and the gets of a comm block is left out "
+              "(every rank alike)",
+              "a fast rank gets a peer's stage before the peer stored it: it adds the stage's old contents "
+              "(lost accumulation)", ("round",)),
+    FaultSpec("missing-post-barrier", "data-race",
+              "the barrier_all after a comm block's gets, before the next block reuses the stage, is left out "
+              "(every rank alike)",
+              "a fast rank stores the next block into its stage while a slow peer still reads the previous "
+              "one: the peer adds the wrong block (lost accumulation)", ("round",)),
+    FaultSpec("concurrent-rma-amo", "data-race",
+              "the UDMA quiet between a put to a peer and the atomics to the same peer is left out",
+              "the amo issued while the put is outstanding is dropped by the engine (lost accumulation)",
+              ("rank", "core", "round")),
+    FaultSpec("put-source-reused", "missing-drain",
+              "the UB staging tile of a UDMA put is cleared for reuse before the quiet that completes the put",
+              "the engine reads the tile when it sends: the peer's stage slot gets the cleared tile "
+              "(wrong stage contents)", ("rank", "core", "round"),
+              evidence_in=("put.local_region", "put.local_offset")),
+    FaultSpec("float-atomic-roce", "engine-limit",
+              "the reduction uses aclshmem_float_atomic_add, and some peers are reached over RoCE",
+              "the unified API aborts the kernel at the first RoCE peer: every rank stops, the peers "
+              "waiting for it hang", ("round",)),
+    FaultSpec("half-atomic-udma", "engine-limit",
+              "the reduction uses aclshmem_half_atomic_add, and some peers are reached over UDMA",
+              "half atomics are MTE-only: the unified API aborts at the first UDMA peer; the peers waiting "
+              "for it hang", ("round",)),
+    FaultSpec("sdma-get-in-atomic", "engine-limit",
+              "the reduce sets SetAtomicAdd and gets each peer's chunk straight into D with sdma_get_nbi",
+              "SDMA has no inline reduce: each get overwrites D, only the last peer's chunk survives "
               "(lost accumulation)", ("rank", "core", "round")),
     FaultSpec("wrong-slot", "hang",
               "a flag (count / ready / generation) is sent to the wrong slot on the right peer",

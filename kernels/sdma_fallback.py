@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.contract import Engine, Role, Scope
+from ingest.contract import DType, Engine, Op, PipeEvent, PipeOp, Role, Scope
 
 from .base import ReduceKernel
 from .sim.machine import RegionSpec
@@ -22,7 +22,7 @@ class SdmaFallback(ReduceKernel):
     name = "sdma_fallback"
     kernel_name = "reduce_sdma_fallback"
     doc = "SDMA fallback reduce: one chunk per core, peers serial, add in UB, plain write back"
-    faults = ("same-chunk", "wrong-engine-quiet", "rank-stop")
+    faults = ("same-chunk", "wrong-engine-quiet", "sdma-get-in-atomic", "rank-stop")
 
     def chunk(self, core):
         p = self.p
@@ -59,6 +59,9 @@ class SdmaFallback(ReduceKernel):
             off, n = self.chunk((c.core + 1) % p.cores)  # rowStart from the wrong block index
         ub = c.core * (-(-p.tokens // p.cores) * p.hidden)
         wrong = self.plan.hit("wrong-engine-quiet", rank=r, core=c.core, round=g)
+        if n and self.plan.hit("sdma-get-in-atomic", rank=r, core=c.core, round=g):
+            yield from self.bulk_atomic(m, c, g, off, n)
+            return
         mem = m.heap.mem
         for s in range(P):
             if s == r or not n:
@@ -69,6 +72,21 @@ class SdmaFallback(ReduceKernel):
             acc = mem[UB][r][ub:ub + n].astype(np.int64) + mem[OUT][r][off:off + n]  # AscendC::Add in UB
             yield  # the vector add takes its time; D is read above, written below
             m.emit(c, [m.write(c, OUT, off, n, acc)])
-        yield m.barrier(("post", g), P * p.cores, Scope.ALL)
+        yield from self.finish(m, c, g)
+
+    def finish(self, m, c, g):
+        yield m.barrier(("post", g), self.p.ranks * self.p.cores, Scope.ALL)
         self.record(m, c, g, OUT)
         m.emit(c, [m.kernel(c, self.kernel_name, False)])
+
+    def bulk_atomic(self, m, c, g, off, n):
+        """The MTE bulk-atomic pattern with SDMA gets: SetAtomicAdd, every peer's chunk straight into D.
+        SDMA writes its destination plainly, so each get replaces D's chunk instead of adding to it."""
+        r, w = c.rank, self.p.tokens * self.p.hidden
+        m.emit(c, [m.atomic_mode(c, Op.ADD, DType.INT32), m.pipe_sync(c, PipeOp.PIPE_BARRIER, PipeEvent.ALL)])
+        for s in range(self.p.ranks):
+            if s != r:
+                m.emit(c, [m.get(c, Engine.SDMA, s, SYM, r * w + off, OUT, off, n)])
+                yield
+        m.emit(c, [m.quiet(c, Engine.SDMA), m.atomic_mode(c, Op.NONE, DType.INT32)])
+        yield from self.finish(m, c, g)

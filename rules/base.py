@@ -25,6 +25,8 @@ class Family(str, Enum):
     CAPACITY_TRUNCATION = "capacity-truncation"
     MISSING_DRAIN = "missing-drain"
     INVALID_EXPERT_ID = "invalid-expert-id"
+    DATA_RACE = "data-race"
+    ENGINE_LIMIT = "engine-limit"
 
 
 class Severity(str, Enum):

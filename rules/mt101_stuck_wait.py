@@ -56,8 +56,17 @@ class StuckWait(Rule):
 
     def check(self, trace, ctx):
         wf = analyze(trace)
+        stops = wf.stops
         for n in wf.waits():
-            yield self.hit(message(trace, n), rows=rows_of(n), key=n.key, caused_by=n.caused_by,
+            msg, causes = message(trace, n), n.caused_by
+            own = stops.get(n.rank)
+            if not n.roots and n.cycle is None and own is not None and own[1] == "stopped":
+                # Another core of the waiting rank stopped mid-kernel: the kernel trapped (an abort
+                # kills every core of the rank), so the wait never returned, whatever arrived.
+                msg += (f"; another core of rank {n.rank} stopped mid-kernel (last event at seq {own[0][2]}): "
+                        f"the rank's kernel died, and this wait with it")
+                causes = tuple(causes) + (("MT103", own[0]),)
+            yield self.hit(msg, rows=rows_of(n), key=n.key, caused_by=causes,
                            confidence=n.confidence, extra=extra_of(trace, n))
 
 

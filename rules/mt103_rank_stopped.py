@@ -5,6 +5,7 @@ from __future__ import annotations
 from ingest.contract import Kind
 
 from ._waitfor import analyze
+from .analyses import hits_of
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -44,7 +45,10 @@ class RankStopped(Rule):
     severity = Severity.ERROR
     summary = "A rank stopped mid-kernel or its dump is missing while others wait on it"
     requires = ("inference", "scan", "waitfor")
-    cites = ("MT101", "MT102", "MT103", "MT104", "MT105", "MT201", "MT202", "MT204", "MT301", "MT501")
+    cites = ("MT101", "MT102", "MT103", "MT104", "MT105", "MT201", "MT202", "MT204", "MT301", "MT501",
+             "MT701", "MT703")
+    # An atomic the unified API aborts on (MT701, MT703) explains a core that stops right at it.
+    ABORTS = ("MT701", "MT703")
     infers_from = ("index", "slot_words", "params")
 
     def check(self, trace, ctx):
@@ -82,6 +86,15 @@ class RankStopped(Rule):
             # (SARIF and CI blame it), not at the first waiter whose event is its evidence.
             place = {"rank": rank, "core": None, "region": None, "offset": None, "site": None, "source": None,
                      "launch": min(n.launch for n in waiters)} if how == "missing" and waiters else {}
-            yield self.hit(msg, rows=ev, key=key, confidence=conf, location=place,
+            aborts = self._aborts(trace, rows) if how == "stopped" else ()
+            if aborts:
+                msg += "; it stopped at an atomic the unified API aborts on"
+            yield self.hit(msg, rows=ev, key=key, confidence=conf, location=place, caused_by=aborts,
                            extra={"rank": rank, "how": how, "waiters": [list(n.key) for n in waiters],
                                   "gap": gap})
+
+    def _aborts(self, trace, rows) -> tuple:
+        """The abort hits (MT701, MT703) whose atomic is the last event of one of the stopped cores."""
+        last = {int(r) for r in rows}
+        return tuple((code, h.key) for code in self.ABORTS for h in hits_of(trace, code)
+                     if last & {row for _, row in h.rows})

@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _passes as P
 from . import _unfenced as U
+from .analyses import hits_of
 from .base import Confidence, Family, Rule, Severity
 
 _SHOW = 8  # (flag, put) pairs named in a group's extra
@@ -52,6 +53,9 @@ class SignalBeforePayload(Rule):
     severity = Severity.ERROR
     summary = "Flag written to a peer while a payload put to it is still outstanding"
     requires = ("unfenced",)
+    # An amo that overtakes a UDMA/RoCE put to its PE is first of all in flight together with it
+    # (MT603): that is the root, which a quiet between them fixes as well.
+    cites = ("MT603",)
     options = {"ordered_engines": list(U.DEFAULT_ORDERED)}
     shared_options = ("ordered_engines",)  # the unfenced analysis MT202 reads too
 
@@ -94,6 +98,10 @@ class SignalBeforePayload(Rule):
                f"{more}")
         conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
         pairs = [[int(seq[x]), int(seq[u.hit_put[x]])] for x in fl[:_SHOW]]
+        together = {f, p}
+        causes = tuple(("MT603", h.key) for h in hits_of(trace, "MT603")
+                       if together & {row for _, row in h.rows})
         return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                        caused_by=causes,
                         extra={"peer": d["peer"], "put_engine": dp["engine"], "flag_writes": int(len(fl)),
                                "flag_sites": sites, "pairs": pairs})

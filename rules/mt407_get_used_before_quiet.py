@@ -8,6 +8,7 @@ from ingest.contract import PipeEvent, PipeOp
 
 from . import _passes as P
 from ._jit import kernel
+from .analyses import hits_of
 from .base import Confidence, Family, Rule, Severity
 
 K_BEGIN, K_END, K_GET, K_QUIET, K_PIPE, K_WRITE = P.K_BEGIN, P.K_END, P.K_GET, P.K_QUIET, P.K_PIPE, P.K_WRITE
@@ -134,6 +135,9 @@ class GetUsedBeforeQuiet(Rule):
     severity = Severity.ERROR
     summary = "A get's destination used (write, refill, signal, barrier, kernel end) before its engine's quiet"
     requires = ("order",)
+    # A non-MTE get inside an atomic-add window (MT702) refills its destination because the
+    # kernel meant an inline reduce the engine does not have: that is the root.
+    cites = ("MT702",)
 
     def check(self, trace, ctx):
         if trace.n == 0:
@@ -194,7 +198,16 @@ class GetUsedBeforeQuiet(Rule):
         gap = P.core_gap(trace, d["rank"], d["core"], d["launch"])
         weak = P.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
         return self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak,
+                        caused_by=_bulk_atomic_cause(trace, g),
                         extra={"engine": d["engine"], "gets": int(len(gs)), "pairs": pairs})
+
+
+def _bulk_atomic_cause(trace, g: int) -> tuple:
+    """The MT702 hit of the get's call site (same rank, core, launch, site), if it has one."""
+    def ident(r):
+        return tuple(int(trace[c][r]) for c in ("rank", "core", "launch", "site"))
+    me = ident(g)
+    return tuple(("MT702", h.key) for h in hits_of(trace, "MT702") if ident(h.rows[0][1]) == me)
 
 
 def _previous_same_destination(trace, gets: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ from conftest import run_cli
 from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, SCHEMA, Kind, column_range
 from ingest.errors import TraceError
 from ingest.manifest import Manifest
-from ingest.ring_layout import HEADER_DTYPE, HEADER_SIZE, RECORD_DTYPE, RECORD_SIZE, SLOT_OF, layout_markdown
+from ingest.ring_layout import HEADER_DTYPE, HEADER_SIZE, RECORD_DTYPE, RECORD_SIZE, SLOT_OF, layout_markdown, slot_of
 from ingest.rings import encode_rings, read_ring_file
 
 MANIFEST = Manifest.from_json({
@@ -35,7 +35,7 @@ def _values(kind: Kind, col: str):
         return st.integers(0, len(MANIFEST.regions) - 1)
     if col in RANK_FIELDS:
         return st.integers(0, MANIFEST.ranks - 1)
-    slot = np.iinfo(RECORD_DTYPE[SLOT_OF[col]])
+    slot = np.iinfo(RECORD_DTYPE[slot_of(kind, col)])
     lo, hi = column_range(col)  # the data range: no null sentinel, offsets the analyses address
     return st.integers(max(slot.min, lo), min(slot.max, hi))
 

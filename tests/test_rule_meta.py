@@ -13,7 +13,8 @@ from rules.base import DOC_SECTIONS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rules"
 FAMILY_DIGIT = {Family.HANG: "1", Family.STALE_FLAG: "2", Family.CAPACITY_TRUNCATION: "3",
-                Family.MISSING_DRAIN: "4", Family.INVALID_EXPERT_ID: "5"}
+                Family.MISSING_DRAIN: "4", Family.INVALID_EXPERT_ID: "5", Family.DATA_RACE: "6",
+                Family.ENGINE_LIMIT: "7"}
 RULES = registry()
 
 
@@ -25,7 +26,7 @@ def test_registry_is_not_empty():
 def test_rule_metadata(code):
     rule = RULES[code]
     assert rule.code == code
-    assert re.fullmatch(r"MT[1-5]\d\d", code), code
+    assert re.fullmatch(r"MT[1-7]\d\d", code), code
     assert isinstance(rule.family, Family)
     assert code[2] == FAMILY_DIGIT[rule.family], f"{code} is outside the {rule.family.value} range"
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name), f"{code} name {rule.name!r} is not kebab-case"

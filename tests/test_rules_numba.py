@@ -11,7 +11,7 @@ from rules import _unfenced as U
 from rules import _words as W
 from rules import mt402_atomic_none_undrained as m402
 from rules import mt404_amo_used_before_quiet as m404
-from rules import mt406_overlapping_output_writes as m406
+from rules import mt604_overlapping_output_writes as m604
 from rules import mt407_get_used_before_quiet as m407
 
 NRANKS = 4
@@ -83,7 +83,7 @@ def test_sweep_and_simulate_match_py_func(seed):
     group, start = group[order], start[order]
     end = start + rng.integers(1, 8, m)
     core = rng.integers(0, 3, m).astype(np.int64)
-    _both(m406._sweep, _full(m), group, start, end, core)
+    _both(m604._sweep, _full(m), group, start, end, core)
     key = np.sort(rng.integers(0, 10, m)).astype(np.int64)
     launch = rng.integers(0, 3, m).astype(np.int64)
     order = np.lexsort((launch, key))
@@ -101,7 +101,7 @@ def test_sweep_finds_overlap_with_other_core_only():
     end = np.array([10, 8, 7], np.int64)
     core = np.array([0, 0, 1], np.int64)
     hit = np.full(3, -1, np.int64)
-    m406._sweep(group, start, end, core, hit)
+    m604._sweep(group, start, end, core, hit)
     assert hit.tolist() == [-1, -1, 0]
 
 

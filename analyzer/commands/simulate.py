@@ -23,7 +23,11 @@ PROTOCOL_HELP = {
     "generation": "MegaMoE-style rounds without host sync: waits on monotonic generation counters (>=)",
     "reduce_scatter": "MTE bulk atomic reduce-scatter: barrier, SetAtomicAdd, get_nbi from peers, MTE3 drain, none",
     "sdma_fallback": "SDMA fallback reduce: one chunk per core, peers serial, add in UB, plain write back",
-    "udma_atomic": "UDMA scalar atomic add to every peer, UDMA quiet, then an MTE done flag",
+    "udma_atomic": "UDMA put of each peer's block from UB + quiet, UDMA scalar atomic add, UDMA quiet, MTE done flag",
+    "reduce_scatter_staged": "reduce-scatter over comm blocks reusing one workspace stage: pre and post "
+                             "barrier_all per block",
+    "unified_atomic": "unified aclshmem_*_atomic_add over a topology of MTE, UDMA and RoCE peers, quiet, "
+                      "MTE done flag",
 }
 # kernels.base.ROUTINGS, restated so that --help imports no numpy (a test checks they agree).
 ROUTINGS = ("uniform", "skewed", "hot")

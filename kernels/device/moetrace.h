@@ -167,6 +167,7 @@ extern "C" {
 #define MOETRACE_P_EPOCH 0x2u
 #define MOETRACE_P_OPT0 0x4u
 #define MOETRACE_P_OPT1 0x8u
+#define MOETRACE_P_OPT2 0x10u
 
 typedef struct moetrace_ring_header {
     char magic[6];        /*  0 "MTRACE" */
@@ -188,7 +189,7 @@ typedef struct moetrace_record {
     uint8_t kind;     /* 16 */
     uint8_t e0;       /* 17 first enum */
     uint8_t e1;       /* 18 second enum */
-    uint8_t pad;      /* 19 zero */
+    uint8_t e2;       /* 19 third enum (amo dtype), else zero */
     uint16_t present; /* 20 presence bits */
     int16_t h;        /* 22 peer / topk / src_rank */
     uint16_t r0;      /* 24 region */
@@ -258,7 +259,7 @@ MOETRACE_FN moetrace_t moetrace_open(MOETRACE_GLOBAL moetrace_ring_header_t *rin
 /* The one writer: reserve index i, fill slot i % capacity, seq_lo last. */
 MOETRACE_FN void moetrace__emit(const moetrace_t *t, unsigned kind, unsigned e0, unsigned e1, unsigned present,
                                 int64_t site, int h, unsigned r0, unsigned r1, int64_t u, int64_t v, int64_t x,
-                                int64_t y)
+                                int64_t y, unsigned e2)
 {
     MOETRACE_GLOBAL moetrace_ring_header_t *ring = t->ring;
     MOETRACE_GLOBAL moetrace_record_t *rec;
@@ -278,7 +279,7 @@ MOETRACE_FN void moetrace__emit(const moetrace_t *t, unsigned kind, unsigned e0,
     rec->kind = (uint8_t)kind;
     rec->e0 = (uint8_t)e0;
     rec->e1 = (uint8_t)e1;
-    rec->pad = 0;
+    rec->e2 = (uint8_t)e2;
     rec->present = (uint16_t)present;
     rec->h = (int16_t)h;
     rec->r0 = (uint16_t)r0;
@@ -299,12 +300,12 @@ MOETRACE_FN void moetrace__emit(const moetrace_t *t, unsigned kind, unsigned e0,
 
 MOETRACE_FN void moetrace_kernel_begin(const moetrace_t *t, int64_t site, int32_t name_id)
 {
-    moetrace__emit(t, MOETRACE_KIND_KERNEL_BEGIN, 0, 0, 0, site, 0, 0, 0, name_id, 0, 0, 0);
+    moetrace__emit(t, MOETRACE_KIND_KERNEL_BEGIN, 0, 0, 0, site, 0, 0, 0, name_id, 0, 0, 0, 0);
 }
 
 MOETRACE_FN void moetrace_kernel_end(const moetrace_t *t, int64_t site, int32_t name_id)
 {
-    moetrace__emit(t, MOETRACE_KIND_KERNEL_END, 0, 0, 0, site, 0, 0, 0, name_id, 0, 0, 0);
+    moetrace__emit(t, MOETRACE_KIND_KERNEL_END, 0, 0, 0, site, 0, 0, 0, name_id, 0, 0, 0, 0);
 }
 
 /* value: the word a flag-pattern put writes, or MOETRACE_NONE. */
@@ -312,14 +313,14 @@ MOETRACE_FN void moetrace_put(const moetrace_t *t, int64_t site, unsigned engine
                               int64_t offset, int32_t nbytes, int64_t value)
 {
     moetrace__emit(t, MOETRACE_KIND_PUT, engine, 0, MOETRACE__HAS(value, MOETRACE_P_OPT0), site, peer, region, 0,
-                   nbytes, 0, offset, MOETRACE__OPT(value));
+                   nbytes, 0, offset, MOETRACE__OPT(value), 0);
 }
 
 MOETRACE_FN void moetrace_get(const moetrace_t *t, int64_t site, unsigned engine, int peer, unsigned region,
                               int64_t offset, int32_t nbytes, unsigned local_region, int64_t local_offset)
 {
     moetrace__emit(t, MOETRACE_KIND_GET, engine, 0, 0, site, peer, region, local_region, nbytes, 0, offset,
-                   local_offset);
+                   local_offset, 0);
 }
 
 MOETRACE_FN void moetrace_put_signal(const moetrace_t *t, int64_t site, unsigned engine, int peer, unsigned region,
@@ -327,33 +328,52 @@ MOETRACE_FN void moetrace_put_signal(const moetrace_t *t, int64_t site, unsigned
                                      unsigned op, int64_t value)
 {
     moetrace__emit(t, MOETRACE_KIND_PUT_SIGNAL, engine, op, 0, site, peer, region, sig_region, nbytes, sig_offset,
-                   offset, value);
+                   offset, value, 0);
 }
 
 MOETRACE_FN void moetrace_signal(const moetrace_t *t, int64_t site, unsigned engine, int peer, unsigned region,
                                  int64_t offset, unsigned op, int64_t value)
 {
-    moetrace__emit(t, MOETRACE_KIND_SIGNAL, engine, op, 0, site, peer, region, 0, 0, 0, offset, value);
+    moetrace__emit(t, MOETRACE_KIND_SIGNAL, engine, op, 0, site, peer, region, 0, 0, 0, offset, value, 0);
 }
 
 MOETRACE_FN void moetrace_amo(const moetrace_t *t, int64_t site, unsigned engine, int peer, unsigned region,
                               int64_t offset, unsigned op, int64_t value)
 {
-    moetrace__emit(t, MOETRACE_KIND_AMO, engine, op, 0, site, peer, region, 0, 0, 0, offset, value);
+    moetrace__emit(t, MOETRACE_KIND_AMO, engine, op, 0, site, peer, region, 0, 0, 0, offset, value, 0);
+}
+
+/* An amo that names its element type (the unified API's TYPE): dtype a MOETRACE_DTYPE_* code, or MOETRACE_NONE. */
+MOETRACE_FN void moetrace_amo_dtype(const moetrace_t *t, int64_t site, unsigned engine, int peer, unsigned region,
+                                    int64_t offset, unsigned op, int64_t value, int64_t dtype)
+{
+    moetrace__emit(t, MOETRACE_KIND_AMO, engine, op, MOETRACE__HAS(dtype, MOETRACE_P_OPT0), site, peer, region, 0, 0,
+                   0, offset, value, (unsigned)MOETRACE__OPT(dtype));
+}
+
+/* A put that names its local source (region and offset in elements), so reusing the source
+ * before the put's quiet is visible; value as moetrace_put, or MOETRACE_NONE. */
+MOETRACE_FN void moetrace_put_from(const moetrace_t *t, int64_t site, unsigned engine, int peer, unsigned region,
+                                   int64_t offset, int32_t nbytes, int64_t value, unsigned local_region,
+                                   int32_t local_offset)
+{
+    moetrace__emit(t, MOETRACE_KIND_PUT, engine, 0,
+                   MOETRACE__HAS(value, MOETRACE_P_OPT0) | MOETRACE_P_OPT1 | MOETRACE_P_OPT2, site, peer, region,
+                   local_region, nbytes, local_offset, offset, MOETRACE__OPT(value), 0);
 }
 
 /* peer: MOETRACE_NONE for a quiet of every peer. */
 MOETRACE_FN void moetrace_quiet(const moetrace_t *t, int64_t site, unsigned engine, int64_t peer)
 {
     moetrace__emit(t, MOETRACE_KIND_QUIET, engine, 0, MOETRACE__HAS(peer, MOETRACE_P_OPT0), site,
-                   (int)MOETRACE__OPT(peer), 0, 0, 0, 0, 0, 0);
+                   (int)MOETRACE__OPT(peer), 0, 0, 0, 0, 0, 0, 0);
 }
 
 MOETRACE_FN void moetrace_fence(const moetrace_t *t, int64_t site, int64_t engine, int64_t peer)
 {
     moetrace__emit(t, MOETRACE_KIND_FENCE, (unsigned)MOETRACE__OPT(engine), 0,
                    MOETRACE__HAS(engine, MOETRACE_P_OPT0) | MOETRACE__HAS(peer, MOETRACE_P_OPT1), site,
-                   (int)MOETRACE__OPT(peer), 0, 0, 0, 0, 0, 0);
+                   (int)MOETRACE__OPT(peer), 0, 0, 0, 0, 0, 0, 0);
 }
 
 /* words: consecutive words that must all satisfy cmp, or MOETRACE_NONE (1). */
@@ -361,7 +381,7 @@ MOETRACE_FN void moetrace_wait_begin(const moetrace_t *t, int64_t site, unsigned
                                      int64_t value, int64_t words)
 {
     moetrace__emit(t, MOETRACE_KIND_WAIT_BEGIN, cmp, 0, MOETRACE__HAS(words, MOETRACE_P_OPT0), site, 0, region, 0,
-                   MOETRACE__OPT(words), 0, offset, value);
+                   MOETRACE__OPT(words), 0, offset, value, 0);
 }
 
 /* outcome: MOETRACE_OUTCOME_OK / _TIMEOUT, or MOETRACE_NONE. */
@@ -369,36 +389,36 @@ MOETRACE_FN void moetrace_wait_end(const moetrace_t *t, int64_t site, unsigned r
                                    int64_t observed, int64_t outcome)
 {
     moetrace__emit(t, MOETRACE_KIND_WAIT_END, (unsigned)MOETRACE__OPT(outcome), 0,
-                   MOETRACE__HAS(outcome, MOETRACE_P_OPT0), site, 0, region, 0, 0, 0, offset, observed);
+                   MOETRACE__HAS(outcome, MOETRACE_P_OPT0), site, 0, region, 0, 0, 0, offset, observed, 0);
 }
 
 MOETRACE_FN void moetrace_write(const moetrace_t *t, int64_t site, unsigned region, int64_t offset, int32_t nbytes,
                                 int64_t value)
 {
-    moetrace__emit(t, MOETRACE_KIND_WRITE, 0, 0, 0, site, 0, region, 0, nbytes, 0, offset, value);
+    moetrace__emit(t, MOETRACE_KIND_WRITE, 0, 0, 0, site, 0, region, 0, nbytes, 0, offset, value, 0);
 }
 
 MOETRACE_FN void moetrace_pipe_sync(const moetrace_t *t, int64_t site, unsigned pipe_op, unsigned event)
 {
-    moetrace__emit(t, MOETRACE_KIND_PIPE_SYNC, pipe_op, event, 0, site, 0, 0, 0, 0, 0, 0, 0);
+    moetrace__emit(t, MOETRACE_KIND_PIPE_SYNC, pipe_op, event, 0, site, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
 MOETRACE_FN void moetrace_atomic_mode(const moetrace_t *t, int64_t site, unsigned op, int64_t dtype)
 {
     moetrace__emit(t, MOETRACE_KIND_ATOMIC_MODE, (unsigned)MOETRACE__OPT(dtype), op,
-                   MOETRACE__HAS(dtype, MOETRACE_P_OPT0), site, 0, 0, 0, 0, 0, 0, 0);
+                   MOETRACE__HAS(dtype, MOETRACE_P_OPT0), site, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
 MOETRACE_FN void moetrace_barrier_begin(const moetrace_t *t, int64_t site, unsigned scope, int64_t value)
 {
     moetrace__emit(t, MOETRACE_KIND_BARRIER_BEGIN, scope, 0, MOETRACE__HAS(value, MOETRACE_P_OPT0), site, 0, 0, 0,
-                   0, 0, 0, MOETRACE__OPT(value));
+                   0, 0, 0, MOETRACE__OPT(value), 0);
 }
 
 MOETRACE_FN void moetrace_barrier_end(const moetrace_t *t, int64_t site, unsigned scope, int64_t value)
 {
     moetrace__emit(t, MOETRACE_KIND_BARRIER_END, scope, 0, MOETRACE__HAS(value, MOETRACE_P_OPT0), site, 0, 0, 0, 0,
-                   0, 0, MOETRACE__OPT(value));
+                   0, 0, MOETRACE__OPT(value), 0);
 }
 
 /* dst_rank, slot: where the pair was sent, or MOETRACE_NONE. */
@@ -407,21 +427,21 @@ MOETRACE_FN void moetrace_route(const moetrace_t *t, int64_t site, int32_t token
 {
     moetrace__emit(t, MOETRACE_KIND_ROUTE, 0, 0,
                    MOETRACE__HAS(dst_rank, MOETRACE_P_OPT0) | MOETRACE__HAS(slot, MOETRACE_P_OPT1), site, topk, 0,
-                   0, token, expert, MOETRACE__OPT(dst_rank), MOETRACE__OPT(slot));
+                   0, token, expert, MOETRACE__OPT(dst_rank), MOETRACE__OPT(slot), 0);
 }
 
 MOETRACE_FN void moetrace_count(const moetrace_t *t, int64_t site, int peer, int32_t local_expert, int64_t value,
                                 int64_t capacity)
 {
     moetrace__emit(t, MOETRACE_KIND_COUNT, 0, 0, MOETRACE__HAS(capacity, MOETRACE_P_OPT0), site, peer, 0, 0,
-                   local_expert, MOETRACE__OPT(capacity), 0, value);
+                   local_expert, MOETRACE__OPT(capacity), 0, value, 0);
 }
 
 MOETRACE_FN void moetrace_deliver(const moetrace_t *t, int64_t site, int32_t local_expert, int src_rank,
                                   int32_t requested, int32_t delivered, int32_t capacity)
 {
     moetrace__emit(t, MOETRACE_KIND_DELIVER, 0, 0, 0, site, src_rank, 0, 0, local_expert, capacity, delivered,
-                   requested);
+                   requested, 0);
 }
 
 #ifdef __cplusplus

@@ -19,6 +19,8 @@ from ingest.manifest import ANNOTATIONS, Region
 
 _DTYPE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 # Chance that an early-delivery pick of a batch on this engine goes through.
+# Engines without concurrent RMA and AMO to one PE (atomic-add pattern §2.3, §2.4).
+_NO_CONCURRENT = (Engine.UDMA, Engine.ROCE)
 _EARLY = {Engine.MTE: 1.0, Engine.SDMA: 0.25, Engine.UDMA: 0.4, Engine.ROCE: 0.4, Engine.LOCAL: 1.0}
 
 
@@ -42,7 +44,7 @@ class RegionSpec:
 
 class Pending:
     __slots__ = ("core", "kind", "engine", "peer", "region", "offs", "words", "data",
-                 "src_region", "src_offs", "sig", "left", "fence")
+                 "src_region", "src_offs", "sig", "left", "fence", "dropped")
 
     def __init__(self, core, kind, engine, peer, region, offs, words, data,
                  src_region=None, src_offs=None, sig=None):
@@ -51,6 +53,7 @@ class Pending:
         self.src_region, self.src_offs, self.sig = src_region, src_offs, sig
         self.left = np.arange(len(offs))
         self.fence = core.fence
+        self.dropped = False  # an amo the engine loses (issued with RMA to its PE in flight)
 
 
 class Heap:
@@ -81,10 +84,22 @@ class Heap:
     # ---- pending -------------------------------------------------------------
     def enqueue(self, p: Pending) -> None:
         c = p.core
+        if p.engine in _NO_CONCURRENT:
+            self._concurrent(c, p)
         if not c.pend:
             c.pidx = len(self._cores)
             self._cores.append(c)
         c.pend.append(p)
+
+    @staticmethod
+    def _concurrent(c, p: Pending) -> None:
+        """UDMA / RoCE do not support concurrent RMA and AMO to one PE: an amo that is in
+        flight together with a put or get to its PE on its engine is lost."""
+        amo = p.kind == Kind.AMO
+        for q in c.pend:
+            if q.engine != p.engine or q.peer != p.peer or not len(q.left) or (q.kind == Kind.AMO) == amo:
+                continue
+            (p if amo else q).dropped = True
 
     def _drop_core(self, c) -> None:
         i = c.pidx
@@ -99,12 +114,20 @@ class Heap:
         data = p.data
         rows = data[sel] if isinstance(data, np.ndarray) and data.ndim == 2 else data
         if p.kind == Kind.GET:
+            # Atomic mode turns MTE3 writes into adds; SDMA / UDMA / RoCE write the destination
+            # plainly (no inline reduce).
+            add = add and p.engine == Engine.MTE
             src = self.mem[p.src_region][p.peer]
             sidx = p.src_offs[sel, None] + np.arange(p.words) if p.words > 1 else p.src_offs[sel]
             self.store(c.rank, p.region, p.offs[sel], p.words, src[sidx].copy(), add)
         elif p.kind == Kind.AMO:
+            if p.dropped:
+                return
             self.store(p.peer, p.region, p.offs[sel], 1, rows if np.isscalar(rows) else rows.reshape(-1), True)
         else:
+            if p.src_region is not None:  # a put that reads its local source as it lands
+                src = self.mem[p.src_region][c.rank]
+                rows = src[p.src_offs[sel, None] + np.arange(p.words)].copy()
             self.store(p.peer, p.region, p.offs[sel], p.words, rows, add)
             if p.sig is not None:  # put_signal: the signal lands with (after) its payload
                 region, offs, op, vals = p.sig

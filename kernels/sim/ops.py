@@ -29,13 +29,22 @@ class Ops:
         return self.heap.specs[region].elem_bytes
 
     # ---- one-sided ---------------------------------------------------------
-    def put(self, c, engine, peer, region, offs, data, words=1, value=None) -> Part:
-        """put_nbi of ``words`` elements per offset; pending until a covering quiet."""
+    def put(self, c, engine, peer, region, offs, data, words=1, value=None, src=None) -> Part:
+        """put_nbi of ``words`` elements per offset; pending until a covering quiet.
+
+        ``src`` = (local region, local offsets): the put reads its data from the core's own
+        memory there when it lands (so a source reused before the quiet sends the new
+        contents), and the event names it (``local_region`` / ``local_offset``).
+        """
         offs = _arr(offs)
-        self.heap.enqueue(Pending(c, Kind.PUT, int(engine), int(peer), region, offs, words, data))
+        sreg, soffs = (None, None) if src is None else (src[0], _arr(src[1]))
+        self.heap.enqueue(Pending(c, Kind.PUT, int(engine), int(peer), region, offs, words, data,
+                                  src_region=sreg, src_offs=soffs))
         cols = dict(engine=int(engine), peer=peer, region=region, offset=offs, nbytes=words * self._eb(region))
         if value is not None:
             cols["value"] = value
+        if src is not None:
+            cols["local_region"], cols["local_offset"] = sreg, soffs
         return self.part(Kind.PUT, len(offs), 3, **cols)
 
     def put_signal(self, c, engine, peer, region, offs, data, words, sig_region, sig_offs, op, value) -> Part:

@@ -144,6 +144,20 @@ static void emit_round(const moetrace_t *t)
     log_begin(t, MOETRACE_KIND_AMO, site); log_str("engine", ENGINES[eng]); log_int("peer", a);
     log_str("region", REGIONS[2]); log_int("offset", b); log_str("op", OPS[op]); log_int("value", c); log_end();
 
+    site = site_of(); a = rnd(0, 1); b = rnd(0, 255); c = rnd(0, 1000); d = opt(rnd(0, 8));
+    moetrace_amo_dtype(t, site, eng, (int)a, 2, b, op, c, d);
+    log_begin(t, MOETRACE_KIND_AMO, site); log_str("engine", ENGINES[eng]); log_int("peer", a);
+    log_str("region", REGIONS[2]); log_int("offset", b); log_str("op", OPS[op]); log_int("value", c);
+    if (d != MOETRACE_NONE) { log_str("dtype", DTYPES[d]); }
+    log_end();
+
+    site = site_of(); a = rnd(0, 1); b = rnd(0, 1 << 20); c = rnd(1, 1 << 16); d = opt(rnd(-5, 1ll << 40));
+    e = rnd(0, 3); f = rnd(0, 1 << 30);
+    moetrace_put_from(t, site, eng, (int)a, reg, b, (int32_t)c, d, (unsigned)e, (int32_t)f);
+    log_begin(t, MOETRACE_KIND_PUT, site); log_str("engine", ENGINES[eng]); log_int("peer", a);
+    log_str("region", REGIONS[reg]); log_int("offset", b); log_int("nbytes", c); log_int("value", d);
+    log_str("local_region", REGIONS[e]); log_int("local_offset", f); log_end();
+
     site = site_of(); a = rnd(0, 5); b = opt(rnd(0, 1));
     moetrace_quiet(t, site, (unsigned)a, b);
     log_begin(t, MOETRACE_KIND_QUIET, site); log_str("engine", ENGINES[a]); log_int("peer", b); log_end();
@@ -264,7 +278,7 @@ static void layout(void)
     printf("\"size\": %u}, \"record\": {", (unsigned)sizeof(moetrace_ring_header_t));
     OFF(moetrace_record_t, ts); OFF(moetrace_record_t, seq_lo); OFF(moetrace_record_t, launch);
     OFF(moetrace_record_t, kind); OFF(moetrace_record_t, e0); OFF(moetrace_record_t, e1);
-    OFF(moetrace_record_t, pad); OFF(moetrace_record_t, present); OFF(moetrace_record_t, h);
+    OFF(moetrace_record_t, e2); OFF(moetrace_record_t, present); OFF(moetrace_record_t, h);
     OFF(moetrace_record_t, r0); OFF(moetrace_record_t, r1); OFF(moetrace_record_t, site);
     OFF(moetrace_record_t, u); OFF(moetrace_record_t, v); OFF(moetrace_record_t, x);
     OFF(moetrace_record_t, y); OFF(moetrace_record_t, epoch);

@@ -1,4 +1,9 @@
-"""MT406: two cores of a rank overwrite the same output element in one launch."""
+"""MT604: two cores of a rank overwrite the same output element in one launch (was MT406).
+
+A write-write race: the two writes have no happens-before edge (no barrier of the
+rank between them, no atomic mode that makes them commute), which is what the
+data-race family states; it was MT406 in missing-drain, though no drain fixes it.
+"""
 
 from __future__ import annotations
 
@@ -84,9 +89,9 @@ class OverlappingOutputWrites(Rule):
         write of the other core.
     """
 
-    code = "MT406"
+    code = "MT604"
     name = "overlapping-output-writes"
-    family = Family.MISSING_DRAIN
+    family = Family.DATA_RACE
     severity = Severity.ERROR
     summary = "Two cores of a rank write the same output element in a launch without atomic mode"
     requires = ("order",)

@@ -1,0 +1,78 @@
+"""What the engine-limit rules (MT7xx) share: the transport an operation took, the
+element types each engine supports, and one hit per (core, launch, site) group.
+
+The transport of an amo is the manifest's per-peer map (``transport``: the
+unified API dispatches ``aclshmem_*_atomic_add`` on ``topo_list[pe]``) where it
+states one for (rank, peer), else the engine the event names. Puts and gets name
+their engine API (``aclshmemx_sdma_get_nbi``), so theirs is the event's.
+The type tables are the atomic-add pattern's (seed 004, §2.1-2.6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import DType, Engine  # noqa: F401  (Engine: the rules name transports through E)
+
+from . import _passes as P
+
+# Element types the MTE transport alone carries (the unified API aborts elsewhere).
+MTE_ONLY = (DType.INT8, DType.INT16, DType.HALF, DType.BFLOAT16)
+# MTE scalar atomics only Ascend950 has (910B / 910C, i.e. A2 / A3, do not).
+EXT_TYPES = (DType.UINT32, DType.INT64, DType.UINT64)
+PLATFORMS_WITHOUT_EXT = ("A2", "A3")
+
+
+def amo_transport(trace) -> tuple[np.ndarray, np.ndarray]:
+    """(transport, from_map) per row: the engine each amo took, and whether the manifest's map said so."""
+    def build():
+        kind, engine = trace["kind"], trace["engine"].astype(np.int64)
+        out, mapped = engine.copy(), np.zeros(trace.n, bool)
+        m = trace.manifest
+        if m.transport is not None:
+            table = np.array([[-1 if e is None else int(e) for e in row] for row in m.transport], np.int64)
+            rows = np.flatnonzero(kind == P.K_AMO)
+            rank, peer = trace["rank"][rows].astype(np.int64), trace["peer"][rows].astype(np.int64)
+            ok = (peer >= 0) & (peer < m.ranks)
+            t = np.full(len(rows), -1, np.int64)
+            t[ok] = table[rank[ok], peer[ok]]
+            use = t >= 0
+            out[rows[use]] = t[use]
+            mapped[rows[use]] = True
+        return out, mapped
+    return P.cached(trace, "amo_transport", build)
+
+
+def dtype_in(trace, types) -> np.ndarray:
+    return np.isin(trace["dtype"], np.array([int(t) for t in types], np.int8))
+
+
+def aborted_at(trace) -> np.ndarray:
+    """Rows that are their core's last event in the trace, inside a kernel (no kernel_end follows):
+    where a unified-API abort (trap) leaves a core."""
+    def build():
+        n = trace.n
+        last = np.zeros(n, bool)
+        if n:
+            last[trace.segments[1:] - 1] = True
+        return last & (trace["kind"] != P.K_END)
+    return P.cached(trace, "aborted_at", build)
+
+
+def hits_by_site(rule, trace, rows: np.ndarray, describe, role: str, extra=None):
+    """One hit per (rank, core, launch, site) group of ``rows``: one misused call site is one root."""
+    for g in P.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
+        r = int(g[0])
+        d = trace.describe(r)
+        msg, conf = describe(r, d)
+        if len(g) > 1:
+            msg += f"; {len(g)} such operations from this site"
+        conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or conf
+        yield rule.hit(msg, rows=((role, r),) + ((("last of the group", int(g[-1])),) if len(g) > 1 else ()),
+                       key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                       extra={"operations": int(len(g)), **(extra(r) if extra else {})})
+
+
+def over(trace, mapped: np.ndarray, row: int) -> str:
+    return "by the manifest's transport map" if mapped[row] else "as the event names it"
+

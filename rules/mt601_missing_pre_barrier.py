@@ -1,0 +1,57 @@
+"""MT601: a read of a peer's symmetric memory not ordered after the peer's write of it."""
+
+from __future__ import annotations
+
+from . import _passes as P
+from ._races import race_hits
+from .base import Family, Rule, Severity
+
+
+class MissingPreBarrier(Rule):
+    """A get of a peer's workspace that the peer writes in the same launch, with no edge between.
+
+    What it does
+        For every `get` from another rank's non-flag region, looks for the
+        writes of the same words in the same launch (the owner's local
+        `write`s, any rank's `put`s into it) and orders each against the
+        read by happens-before: program order, core barriers within a rank,
+        cross-rank barriers between ranks (both recording layouts), a flag
+        the reader waited on that the writer set after the write; a put
+        counts from the quiet that completes it. Never by ts. A read with an
+        unordered write and no write ordered before it is a hit: it can only
+        have meant that write. One hit per (rank, core, launch, read site).
+
+    Why it matters
+        This is the missing pre barrier of a reduce-scatter: rank p reads
+        `Sym_r[stage][p]` while rank r may still be writing it. A fast reader
+        gets the old contents (garbage, last stage's data) and the sum is
+        wrong with no error anywhere. `aclshmem_barrier_all()` (or a flag the
+        writer sets after its write and the reader waits on) before the get
+        makes every write visible first.
+
+    Example
+        rank 1: write workspace[0..8]; (no barrier) rank 0: get mte peer=1 workspace[0..8]
+        -- put aclshmem_barrier_all() between the workspace writes and the gets.
+
+    Evidence
+        The read (first) and one unordered write of its words. Inferred where
+        the reader waited on a flag of the writer's rank whose value the
+        trace cannot tie to a write after this one; a partial-trace note where
+        a ring wrap or a missing dump may hide the barrier.
+    """
+
+    code = "MT601"
+    name = "missing-pre-barrier"
+    family = Family.DATA_RACE
+    severity = Severity.ERROR
+    summary = "Get of a peer's symmetric memory not ordered after the peer's write of it (missing pre barrier)"
+    requires = ("order",)
+
+    def check(self, trace, ctx):
+        def describe(r, w, _before, d, dw):
+            return (f"rank {d['rank']} core {d['core']} launch {d['launch']}: get from rank {d['peer']} "
+                    f"{d['region']}[{d['offset']}] ({d['nbytes']} B) at seq {d['seq']} is not ordered after "
+                    f"{P.ev(trace, w)}'s {dw['kind']} of those words ({dw.get('nbytes')} B at offset {dw['offset']}): "
+                    f"no barrier between them and no flag the reader saw set after the write; the get can read "
+                    f"the old contents")
+        yield from race_hits(self, trace, False, describe)

@@ -1,0 +1,66 @@
+"""MT701: a float atomic sent over RoCE, which has integer atomics only."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import DType
+
+from . import _engines as E
+from . import _passes as P
+from .base import Confidence, Family, Rule, Severity
+
+
+class FloatAtomicOverRoce(Rule):
+    """A float atomic add to a peer the kernel reaches over RoCE.
+
+    What it does
+        Flags every `amo` whose `dtype` is float and whose transport is RoCE:
+        the manifest's per-peer `transport` map where it names one for
+        (rank, peer), as the unified API dispatches on `topo_list[pe]`,
+        else the engine the event names. Where the event gives no `dtype`
+        but the core's trace ends at a RoCE amo, inside the kernel, the
+        amo is flagged as inferred: that is where the unified API's abort
+        of an unsupported type leaves a core (half, bfloat16, int8 and
+        int16 abort on RoCE too). One hit per (rank, core, launch, site).
+
+    Why it matters
+        RoCE atomics take int32, uint32, int64 and uint64 only. The unified
+        `aclshmem_float_atomic_add` aborts the kernel (`kernel_abort`) on a
+        RoCE peer: the rank stops, and every peer that waits on it hangs.
+        No quiet fixes that; the reduction must go over MTE or UDMA, or be
+        done in integers.
+
+    Example
+        manifest transport[0][2] = "roce"; amo udma add peer=2 acc[0] dtype=float
+        -- then rank 0 core 0 emits nothing more; ranks 1-3 wait on done[0].
+
+    Evidence
+        The amo (first); with several from one site, the last of them.
+    """
+
+    code = "MT701"
+    name = "float-atomic-over-roce"
+    family = Family.ENGINE_LIMIT
+    severity = Severity.ERROR
+    summary = "Float atomic to a peer reached over RoCE (integer atomics only: the unified API aborts)"
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        transport, mapped = E.amo_transport(trace)
+        roce = (trace["kind"] == P.K_AMO) & (transport == P.E_ROCE)
+        certain = roce & (trace["dtype"] == int(DType.FLOAT))
+        unknown = roce & (trace["dtype"] == P.NULL8) & E.aborted_at(trace)
+        rows = np.flatnonzero(certain | unknown)
+
+        def describe(r, d):
+            where = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: amo {d['op']} to rank {d['peer']} "
+                     f"{d['region']}[{d['offset']}] at seq {d['seq']} goes over RoCE ({E.over(trace, mapped, r)})")
+            if certain[r]:
+                return (where + " with dtype float: RoCE atomics are integer only (int32/uint32/int64/uint64); "
+                        "the unified API aborts the kernel", Confidence.CERTAIN)
+            return (where + " with no dtype recorded, and the core's trace ends there inside the kernel: the "
+                    "abort the unified API gives a float (or half, bfloat16, int8, int16) atomic over RoCE",
+                    Confidence.INFERRED)
+        yield from E.hits_by_site(self, trace, rows, describe, "roce amo")

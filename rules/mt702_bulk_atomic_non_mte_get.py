@@ -1,0 +1,56 @@
+"""MT702: a get on SDMA, UDMA or RoCE inside an atomic-add window (no inline reduce there)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _engines as E
+from . import _passes as P
+from .base import Confidence, Family, Rule, Severity
+
+
+class BulkAtomicNonMteGet(Rule):
+    """A get on an engine without inline reduce, issued inside an atomic-add window.
+
+    What it does
+        Flags every `get` on the SDMA, UDMA or RoCE engine issued between
+        `atomic_mode add` and the next `atomic_mode none` of its core. One
+        hit per (rank, core, launch, site), with the count.
+
+    Why it matters
+        `SetAtomicAdd<T>()` turns the core's MTE3 writes into adds; only an
+        MTE get's destination write goes through MTE3. An SDMA, UDMA or
+        RoCE get writes its destination plainly: every peer's tile
+        overwrites the last one instead of adding to it, and the reduction
+        keeps one contribution. Without MTE, reduce through UB (the SDMA
+        fallback: get into UB, add, write back).
+
+    Example
+        atomic_mode add int32; get sdma peer=1 workspace[0..8] -> d_out[0]; atomic_mode none
+        -- use the MTE get for the bulk atomic, or the SDMA fallback.
+
+    Evidence
+        The get (first); with several from one site, the last of them.
+    """
+
+    code = "MT702"
+    name = "bulk-atomic-non-mte-get"
+    family = Family.ENGINE_LIMIT
+    severity = Severity.ERROR
+    summary = "SDMA/UDMA/RoCE get inside an atomic-add window: no inline reduce on that engine"
+    requires = ("order",)
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        eng = trace["engine"]
+        win = P.atomic_window(trace)
+        rows = np.flatnonzero((trace["kind"] == P.K_GET) & (win >= 0)
+                              & ((eng == P.E_SDMA) | (eng == P.E_UDMA) | (eng == P.E_ROCE)))
+
+        def describe(r, d):
+            return (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['engine']} get from rank "
+                    f"{d['peer']} {d['region']}[{d['offset']}] into {d['local_region']}[{d['local_offset']}] at seq "
+                    f"{d['seq']} inside the atomic-add window opened at seq {int(trace['seq'][win[r]])}: "
+                    f"{d['engine']} has no inline reduce, its write overwrites instead of adding", Confidence.CERTAIN)
+        yield from E.hits_by_site(self, trace, rows, describe, "non-mte get")

@@ -1,0 +1,56 @@
+"""MT704: a single UDMA request over 256 MB."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import Kind
+
+from . import _engines as E
+from . import _passes as P
+from .base import Confidence, Family, Rule, Severity
+
+_KINDS = np.array([int(Kind.PUT), int(Kind.GET), int(Kind.PUT_SIGNAL)], np.int8)
+
+
+class UdmaRequestTooLarge(Rule):
+    """One UDMA put or get moving more than the engine takes in one request.
+
+    What it does
+        Flags every `put`, `get` or `put_signal` on the UDMA engine whose
+        `nbytes` exceeds the option `max_bytes` (256 MiB). One hit per
+        (rank, core, launch, site), with the count.
+
+    Why it matters
+        A UDMA work request carries at most 256 MB; a larger transfer must
+        be cut into chunks by the kernel. One oversized request is refused
+        or truncated by the engine, so the peer gets part of the data (or
+        none) while the kernel goes on as if it had all of it.
+
+    Example
+        put udma peer=1 payload[0] nbytes=402653184
+        -- issue it as two requests of at most 256 MB.
+
+    Evidence
+        The oversized request (first); with several from one site, the last.
+    """
+
+    code = "MT704"
+    name = "udma-request-too-large"
+    family = Family.ENGINE_LIMIT
+    severity = Severity.ERROR
+    summary = "A single UDMA put/get over 256 MB (must be chunked)"
+    options = {"max_bytes": 256 << 20}
+
+    def check(self, trace, ctx):
+        if trace.n == 0:
+            return
+        limit = int(ctx.option("max_bytes", self.options["max_bytes"]))
+        rows = np.flatnonzero(np.isin(trace["kind"], _KINDS) & (trace["engine"] == P.E_UDMA)
+                              & (trace["nbytes"] > limit))
+
+        def describe(r, d):
+            return (f"rank {d['rank']} core {d['core']} launch {d['launch']}: udma {d['kind']} to rank {d['peer']} "
+                    f"{d['region']}[{d['offset']}] at seq {d['seq']} moves {d['nbytes']} B in one request, over "
+                    f"the {limit} B a UDMA request carries: chunk it", Confidence.CERTAIN)
+        yield from E.hits_by_site(self, trace, rows, describe, "oversized request")
