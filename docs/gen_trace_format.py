@@ -18,7 +18,8 @@ DOC = ROOT / "docs" / "trace-format.md"
 sys.path.insert(0, str(ROOT))
 
 from ingest.contract import (ALLOWED, COLUMNS, COMMON_OPTIONAL, FIELDS, JSON_NAME, RANK_FIELDS, Kind, Role,  # noqa: E402
-                             json_name, must_be_rank)
+                             json_name)
+from ingest.value_ranges import must_be_rank  # noqa: E402
 from ingest.manifest import SLOT_INDEX  # noqa: E402
 
 
@@ -82,7 +83,7 @@ def _slot_index() -> str:
 
 
 def _rank_checks() -> str:
-    """Which rank-valued fields every reader checks against the manifest (contract.must_be_rank)."""
+    """Which rank-valued fields every reader checks against the manifest (value_ranges.must_be_rank)."""
     checked, computed = [], []
     for col in RANK_FIELDS:
         kinds = [k for k in Kind if col in ("rank",) + FIELDS[k][0] + FIELDS[k][1]]

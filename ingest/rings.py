@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .contract import COLUMN, COLUMNS, SCHEMA, Kind, column_range, must_be_rank, range_problem
+from .contract import COLUMN, COLUMNS, SCHEMA, Kind
+from .value_ranges import column_range, must_be_rank, range_problem
 from .errors import TraceError
 from .manifest import Manifest
 from .ring_layout import (HEADER_DTYPE, HEADER_SIZE, MAGIC, PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, VERSION,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.contract import ADDRESS_LIMIT, ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, Kind, json_name
+from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, Kind, json_name
+from ingest.value_ranges import ADDRESS_LIMIT
 from ingest.manifest import Manifest
 from ingest.ring_layout import RECORD_DTYPE, SLOT_OF
 
