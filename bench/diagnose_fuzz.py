@@ -38,6 +38,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds a diagnose run may take")
     ap.add_argument("--shrink-budget", type=int, default=30)
+    ap.add_argument("--minutes", type=float, default=None, help="stop after this long whatever --traces says")
     ap.add_argument("--crashes", type=Path, default=ROOT / "bench" / "cache" / "diagnose-crashes")
     ap.add_argument("--results", action="store_true", help="write the totals into bench/RESULTS.md")
     args = ap.parse_args()
@@ -47,7 +48,11 @@ def main() -> int:
     shapes: collections.Counter = collections.Counter()
     found = []
     start = time.monotonic()
+    done = 0
     for i in range(args.traces):
+        if args.minutes and time.monotonic() - start > args.minutes * 60:
+            break
+        done += 1
         c = gen.Chooser(random.Random(f"diag:{args.seed}:{i}"))
         shape = weird.SHAPES[i % len(weird.SHAPES)]
         ring = c.chance(40)
@@ -57,19 +62,19 @@ def main() -> int:
         if crash is None:
             continue
         crashes[crash] += 1
-        if crashes[crash] <= 3:
+        if crashes[crash] <= 1:  # one shrunk input per class; the rest are counted
             keep = args.crashes / f"{crash}-{args.seed}-{i}"
             small = shrink(keep, doc, evs, ring, crash, args.timeout, args.shrink_budget)
             found.append({"crash": crash, "shape": shape, "ring": ring, "events": len(small), "dir": str(keep)})
             print(f"trace {i} ({shape}): {crash}, shrunk to {len(small)} events in {keep}", file=sys.stderr)
     wall = time.monotonic() - start
-    totals = {"traces": args.traces, "runs": args.traces * len(RUNS), "seed": args.seed,
+    totals = {"traces": done, "runs": done * len(RUNS), "seed": args.seed,
               "wall_s": round(wall, 1), "shapes": dict(shapes), "crashes": dict(crashes), "found": found}
     print(json.dumps(totals))
     if args.results:
         lines = [BEGIN, "## Diagnose fuzz", "",
-                 f"`uv run python bench/diagnose_fuzz.py --traces {args.traces} --seed {args.seed}`: "
-                 f"{args.traces} valid-but-weird traces ({', '.join(f'{k} {v}' for k, v in shapes.items())}), "
+                 f"`uv run python bench/diagnose_fuzz.py --seed {args.seed}`: "
+                 f"{done} valid-but-weird traces ({', '.join(f'{k} {v}' for k, v in shapes.items())}), "
                  f"each diagnosed in text, json, sarif, junit and with --window-events 1 "
                  f"({totals['runs']} runs) in a subprocess with NUMBA_BOUNDSCHECK=1, {args.timeout:.0f} s per run, "
                  f"in {wall:,.0f} s.", "",

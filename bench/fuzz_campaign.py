@@ -92,8 +92,9 @@ def write_results(totals: list[dict]) -> None:
     wall = sum(t["wall_s"] for t in totals)
     lines = [BEGIN, "## Ingest fuzz campaign", "",
              f"`uv run python bench/fuzz_campaign.py` (tests/fuzz generators: contract-driven generation plus "
-             f"byte mutation), {len(totals)} run(s), seeds {', '.join(str(t['seed']) for t in totals)}; "
-             f"one process on the shared 2-core machine.", "",
+             f"byte mutation), {len(totals)} run(s) (seeds {', '.join(str(t['seed']) for t in totals)}; "
+             f"every {', '.join(str(t['ingest_every']) for t in totals)}-th input also ingested and read back), "
+             f"each one process on the shared 2-core machine.", "",
              f"- inputs: {inputs:,} in {wall:,.0f} s ({inputs / wall:,.0f} inputs/s)" if wall else "- inputs: 0",
              "- by format: " + ", ".join(f"{k} {v:,}" for k, v in formats.items()),
              "- outcomes: " + ", ".join(f"{k} {v:,}" for k, v in outcomes.items()),
@@ -132,7 +133,9 @@ def main() -> int:
         with open(args.json, "a") as f:
             f.write(json.dumps(totals) + "\n")
     if args.results is not None:
-        runs = [totals] + [json.loads(ln) for p in args.results for ln in p.read_text().splitlines() if ln.strip()]
+        # --inputs 0 --results FILE...: only gather the totals of earlier runs.
+        runs = ([totals] if totals["inputs"] else []) + [json.loads(ln) for p in args.results
+                                                          for ln in p.read_text().splitlines() if ln.strip()]
         write_results(runs)
     return 1 if totals["bugs"] else 0
 

@@ -87,11 +87,12 @@ def main() -> None:
     size = sum(p.stat().st_size for p in files)
     out = CACHE / "jsonl_bench_ds"
     load0 = os.getloadavg()[0]
-    times, rows = [], 0
+    times, cpu, rows = [], [], 0
     for _ in range(args.repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         rep = ingest([src], out, force=True)
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)  # every thread of this process: what a loaded machine hides
         rows = rep.rows_out
     m = Manifest.load(src / "manifest.json")
     t = time.perf_counter()
@@ -112,6 +113,9 @@ def main() -> None:
         f"{size / rows:.0f} bytes/event) in {med:.2f} s (min {min(times):.2f}, max {max(times):.2f}, "
         f"{len(times)} runs): {rows / med / 1e6:.2f} M events/s end to end (best {rows / min(times) / 1e6:.2f}), "
         f"fast path, dataset written",
+        f"- CPU time (all threads) {statistics.median(cpu) / rows * 1e6:.2f} us/event: with a core to itself "
+        f"ingest would run at about {rows / statistics.median(cpu) / 1e6:.2f} M events/s (an estimate from CPU "
+        f"time, not a measurement)",
         f"- one file ({fast_rows:,} events): fast path {fast_rows / fast / 1e6:.2f} M events/s read and checked, "
         f"careful line-by-line path {careful_rows / careful / 1e6:.2f} M events/s (what a file the fast path is not "
         f"sure of costs)",

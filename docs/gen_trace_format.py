@@ -18,8 +18,9 @@ DOC = ROOT / "docs" / "trace-format.md"
 sys.path.insert(0, str(ROOT))
 
 from ingest.contract import (ALLOWED, COLUMNS, COMMON_OPTIONAL, FIELDS, JSON_NAME, RANK_FIELDS, Kind, Role,  # noqa: E402
-                             json_name, must_be_rank)
+                             json_name)
 from ingest.manifest import PLATFORMS, SLOT_INDEX, TRANSPORTS  # noqa: E402
+from ingest.value_ranges import must_be_rank  # noqa: E402
 
 
 def _columns() -> str:
@@ -90,7 +91,7 @@ def _platforms() -> str:
 
 
 def _rank_checks() -> str:
-    """Which rank-valued fields every reader checks against the manifest (contract.must_be_rank)."""
+    """Which rank-valued fields every reader checks against the manifest (value_ranges.must_be_rank)."""
     checked, computed = [], []
     for col in RANK_FIELDS:
         kinds = [k for k in Kind if col in ("rank",) + FIELDS[k][0] + FIELDS[k][1]]

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from .contract import ALLOWED, COLUMN, COLUMNS, ENVELOPE, FIELDS, SCHEMA, Kind, json_name, kind_columns
-from .jsonl import BOM
+from .text_stream import BOM
 from .manifest import Manifest
 
 _CHUNK = 1 << 26

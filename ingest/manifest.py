@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .contract import ADDRESS_LIMIT, COLUMN, FORMAT, HEAP_LIMIT, Engine, Kind, Role, column_range, must_be_rank
+from .contract import FORMAT, Engine, Kind, Role
+from .value_ranges import ADDRESS_LIMIT, HEAP_LIMIT, column_range, must_be_rank
 from .errors import TraceError
 
 
@@ -130,7 +131,7 @@ class Manifest:
 
     def value_range(self, kind: Kind, column: str) -> tuple[int, int]:
         """The values an integer field of ``kind`` may take: ranks and cores of this machine
-        where it addresses memory (``contract.must_be_rank``), else ``contract.column_range``."""
+        where it addresses memory (``value_ranges.must_be_rank``), else ``value_ranges.column_range``."""
         if must_be_rank(kind, column):
             return 0, self.ranks - 1
         if column == "core":

@@ -17,11 +17,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .contract import COLUMN, COLUMNS, SCHEMA, Kind, column_range, must_be_rank, range_problem
+from .contract import COLUMN, COLUMNS, SCHEMA, Kind
+from .ring_columns import allowed_names, check_range, masked, name_column, plain
+from .value_ranges import must_be_rank
 from .errors import TraceError
 from .manifest import Manifest
-from .ring_layout import (HEADER_DTYPE, HEADER_SIZE, MAGIC, PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, VERSION,
-                          Plan)
+from .ring_layout import HEADER_DTYPE, HEADER_SIZE, MAGIC, PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, VERSION
 
 SUFFIX = ".mtr"
 _BATCH = 1 << 22  # records decoded at once: bounds the working set
@@ -197,14 +198,14 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
         fail(bad, lambda i: f"unknown kind code {int(kind[i])}")
 
     cols: dict[str, pa.Array] = {}
-    cols["rank"] = _plain(per_piece(np.int16, lambda p: p[3].rank))
-    cols["core"] = _plain(per_piece(np.int16, lambda p: p[3].core))
-    cols["seq"] = _plain(seq)
+    cols["rank"] = plain(per_piece(np.int16, lambda p: p[3].rank))
+    cols["core"] = plain(per_piece(np.int16, lambda p: p[3].core))
+    cols["seq"] = plain(seq)
     everywhere = np.ones(total, bool)
     for name in ("ts", "launch"):
-        _check_range(gather(name), everywhere, name, kind, fail)
-        cols[name] = _plain(gather(name))
-    cols["kind"] = _plain(kind.astype(np.int8))
+        check_range(gather(name), everywhere, name, kind, fail)
+        cols[name] = plain(gather(name))
+    cols["kind"] = plain(kind.astype(np.int8))
     here = np.flatnonzero(np.bincount(kind, minlength=_KINDS))
     kinds_here = sum(1 << int(k) for k in here)
     kindbit = np.left_shift(np.uint32(1), kind.astype(np.uint32))
@@ -253,7 +254,7 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
             bad &= valid
             if bad.any():
                 fail(bad, lambda i: f"{Kind(int(kind[i])).wire}: {plan.column} code {int(raw[i])} is not "
-                                    f"allowed (one of {_allowed_names(plan, spec, int(kind[i]))})")
+                                    f"allowed (one of {allowed_names(plan, spec, int(kind[i]))})")
         if plan.slot in REGION_SLOTS:
             bad = valid & (raw >= nreg)
             if bad.any():
@@ -265,14 +266,14 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
                 fail(bad, lambda i: f"{Kind(int(kind[i])).wire} event: field {plan.column!r} = {int(raw[i])} is not "
                                     f"a rank of the manifest (ranks 0..{manifest.ranks - 1})")
         if plan.column == "name":
-            cols["name"] = _names(raw, valid, manifest, fail)
+            cols["name"] = name_column(raw, valid, manifest, fail)
             continue
         np_type = _NP_TYPE[spec.type]
         # Enum codes, region ids and ranks were checked above; every other value must lie in
         # its column's range (a slot wider than its column must not wrap, a sentinel is no data).
         if not plan.allowed and plan.slot not in REGION_SLOTS:
-            _check_range(raw, valid & ~of_kinds(rank_kinds), plan.column, kind, fail)
-        got = _masked(raw.astype(np_type, copy=False), valid)
+            check_range(raw, valid & ~of_kinds(rank_kinds), plan.column, kind, fail)
+        got = masked(raw.astype(np_type, copy=False), valid)
         if plan.column in cols:  # a column some kinds keep in another slot: its other plan's rows
             got = pc.if_else(pa.array(valid), got, cols[plan.column])
         cols[plan.column] = got
@@ -288,45 +289,6 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
                   for a, c in zip(arrays, COLUMNS)]
     table = pa.Table.from_arrays(arrays, schema=SCHEMA)
     return RingChunk(table, positions, lost, events_in)
-
-
-def _check_range(raw: np.ndarray, rows: np.ndarray, column: str, kind: np.ndarray, fail) -> None:
-    """Fail at the first of ``rows`` whose value lies outside ``column_range(column)``."""
-    lo, hi = column_range(column)
-    info = np.iinfo(raw.dtype)
-    lo, hi = max(lo, int(info.min)), min(hi, int(info.max))  # bounds the slot cannot pass need no test
-    if lo == info.min and hi == info.max:
-        return
-    bad = rows & ((raw < lo) | (raw > hi))
-    if bad.any():
-        fail(bad, lambda i: f"{Kind(int(kind[i])).wire} event: field {column!r} = {int(raw[i])} "
-                            f"{range_problem(column, int(raw[i]))}")
-
-
-def _allowed_names(plan: Plan, spec, kind: int) -> str:
-    cmask = next(c for k, c in plan.allowed if k >> kind & 1)
-    return ", ".join(f"{m.wire}={int(m)}" for m in spec.enum if cmask >> int(m) & 1)
-
-
-def _plain(values: np.ndarray) -> pa.Array:
-    return pa.array(values)
-
-
-def _masked(values: np.ndarray, valid: np.ndarray) -> pa.Array:
-    n = len(values)
-    typ = pa.from_numpy_dtype(values.dtype)
-    nulls = n - int(np.count_nonzero(valid))
-    bitmap = None if nulls == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(np.ascontiguousarray(values))], null_count=nulls)
-
-
-def _names(raw: np.ndarray, valid: np.ndarray, manifest: Manifest, fail) -> pa.Array:
-    k = len(manifest.names)
-    bad = valid & ((raw < 0) | (raw >= k))
-    if bad.any():
-        fail(bad, lambda i: f"kernel name id {int(raw[i])} unknown to the manifest's {k} names")
-    idx = _masked(np.where(valid, raw, 0).astype(np.int32), valid)
-    return pa.array(list(manifest.names), pa.string()).take(idx)
 
 
 # The encoder lives beside the reader; importers use ingest.rings for both.

@@ -2,7 +2,7 @@
 
 A column's null sentinel (its type's minimum) never stands for data; a ring
 slot wider than its column must not wrap; offsets, byte counts and region
-lengths stay inside what the analyses address (contract.ADDRESS_LIMIT,
+lengths stay inside what the analyses address (ingest.value_ranges.ADDRESS_LIMIT,
 HEAP_LIMIT); a manifest's integers fit int64. Whatever ingest accepts, every
 view answers `select *` over it.
 """
@@ -16,7 +16,7 @@ import pytest
 from _readers import jsonl_verdicts, ring_bytes, ring_verdict, set_record_slot, write_manifest
 from _trace_files import lines_of, manifest
 from conftest import run_cli
-from ingest.contract import ADDRESS_LIMIT
+from ingest.value_ranges import ADDRESS_LIMIT
 from ingest.errors import TraceError
 
 

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
-from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, SCHEMA, Kind, column_range
+from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, SCHEMA, Kind
+from ingest.value_ranges import column_range
 from ingest.errors import TraceError
 from ingest.manifest import Manifest
 from ingest.ring_layout import HEADER_DTYPE, HEADER_SIZE, RECORD_DTYPE, RECORD_SIZE, SLOT_OF, layout_markdown, slot_of

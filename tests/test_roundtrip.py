@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
-from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, Kind, column_range, json_name
+from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, Kind, json_name
+from ingest.value_ranges import column_range
 from _trace_files import manifest, write_trace
 
 RANKS, CORES = 3, 2

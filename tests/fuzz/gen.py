@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import random
 
-from ingest.contract import (ADDRESS_LIMIT, ALLOWED, COLUMN, COMMON_OPTIONAL, ENVELOPE, FIELDS, Kind, Role, column_range,
-                             json_name)
+from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, ENVELOPE, FIELDS, Kind, Role, json_name
+from ingest.value_ranges import ADDRESS_LIMIT, column_range
 from ingest.manifest import SLOT_INDEX
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.contract import ADDRESS_LIMIT, ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, Kind, json_name
+from ingest.contract import ALLOWED, COLUMN, COMMON_OPTIONAL, FIELDS, Kind, json_name
+from ingest.value_ranges import ADDRESS_LIMIT
 from ingest.manifest import Manifest
-from ingest.ring_layout import RECORD_DTYPE, SLOT_OF
+from ingest.ring_layout import RECORD_DTYPE, slot_of
 
 from . import gen
 
@@ -44,7 +45,7 @@ def _value(c: gen.Chooser, m: Manifest, kind: Kind, col: str, huge: bool, ring: 
         return c.pick(list(m.names))
     lo, hi = m.value_range(kind, col)
     if ring:  # a ring dump's slot may be narrower than the column (nbytes, sig_offset: 32 bits)
-        info = np.iinfo(RECORD_DTYPE[SLOT_OF[col]])
+        info = np.iinfo(RECORD_DTYPE[slot_of(kind, col)])  # the slot this kind keeps it in
         lo, hi = max(lo, int(info.min)), min(hi, int(info.max))
     if huge and c.chance(60):
         return c.pick([v for v in (lo, hi, hi - 1, lo + 1, hi // 2, -1, 0) if lo <= v <= hi])
