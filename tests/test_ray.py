@@ -141,6 +141,7 @@ def test_cli_engine_ray_prints_the_one_job_report(tmp_path, cluster, cli):
 
 
 def test_cli_engine_and_address_are_checked(tmp_path, cli):
-    for args, what in ((("--engine", "spark"), "--engine"), (("--address", "127.0.0.1:6379"), "--address")):
+    for args, what in ((("--engine", "spark"), "command line: --engine"),
+                       (("--address", "127.0.0.1:6379"), "command line: --address")):
         r = cli("diagnose", str(tmp_path), *args)
         assert r.code == 2 and r.stderr.startswith(f"moetrace: error: {what}") and not r.stdout
