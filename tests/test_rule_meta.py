@@ -66,3 +66,16 @@ def test_rule_has_fire_and_quiet_fixtures(code):
 def test_fixture_directories_name_rules():
     stray = [p.name for p in FIXTURES.iterdir() if p.is_dir() and p.name not in RULES] if FIXTURES.is_dir() else []
     assert not stray, f"fixture directories for unknown rules: {stray}"
+
+
+@pytest.mark.parametrize("code", list(RULES))
+def test_rule_dependencies_are_declared_and_exist(code):
+    """What a rule requires is a shared analysis, what it cites a rule, what it rests on a property."""
+    from ingest.manifest import ANNOTATIONS
+    from rules.analyses import ANALYSES
+
+    rule = RULES[code]
+    assert set(rule.requires) <= set(ANALYSES), (code, set(rule.requires) - set(ANALYSES))
+    assert set(rule.cites) <= set(RULES), (code, set(rule.cites) - set(RULES))
+    assert set(rule.infers_from) <= {*ANNOTATIONS, "params"}, code
+    assert set(rule.shared_options) <= set(rule.options), code
