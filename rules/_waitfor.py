@@ -87,14 +87,18 @@ class Node:
         return Confidence.CERTAIN
 
 
-@dataclass
+@dataclass(frozen=True)
 class Cycle:
     key: tuple
     members: list[int]
 
 
-@dataclass
+@dataclass(frozen=True)
 class WaitFor:
+    """The analysis' result, computed once per view: the stuck nodes (their verdicts and cause
+    links settled before it is built), the deadlock cycles, the stopped ranks, the misdirected
+    writes, and the tables the verdicts were read from (for rules that quote them)."""
+
     nodes: list[Node]
     cycles: list[Cycle]
     stops: dict  # rank -> (key, kind, rows, gap): ranks that died, stopped early or are missing
