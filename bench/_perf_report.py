@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import platform
 from pathlib import Path
+from _results import write_section as write_results_section
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "RESULTS.md"
 NOTES = ROOT / "bench" / "perf_notes.md"
 BEGIN, END = "<!-- perf:begin -->", "<!-- perf:end -->"
 
@@ -139,11 +139,4 @@ def _size(n: int) -> str:
 
 def write_section(text: str) -> None:
     """Replace (or append) only this benchmark's delimited section."""
-    block = f"{BEGIN}\n{text.rstrip()}\n{END}"
-    doc = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    if BEGIN in doc and END in doc:
-        a, b = doc.index(BEGIN), doc.index(END) + len(END)
-        doc = doc[:a] + block + doc[b:]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(doc)
+    write_results_section(f"{BEGIN}\n{text.rstrip()}\n{END}", BEGIN, END)

@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fuzz import gen, weird  # noqa: E402
 from fuzz.diagnose_run import RUNS, diagnose, shrink  # noqa: E402
+from _results import write_section  # noqa: E402
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
 BEGIN, END = "<!-- diagnose-fuzz:begin -->", "<!-- diagnose-fuzz:end -->"
 
 
@@ -81,14 +81,7 @@ def main() -> int:
                  "- crashes by class: " + (", ".join(f"{k} {v}" for k, v in crashes.items()) or "none"),
                  *[f"- {f['crash']}: {f['shape']}{' ring' if f['ring'] else ''}, shrunk to {f['events']} events"
                    for f in found], END]
-        text = RESULTS.read_text()
-        block = "\n".join(lines)
-        if BEGIN in text:
-            head, rest = text.split(BEGIN, 1)
-            text = head + block + rest.split(END, 1)[1]
-        else:
-            text = text.rstrip("\n") + "\n\n" + block + "\n"
-        RESULTS.write_text(text)
+        write_section("\n".join(lines), BEGIN, END)
     return 1 if crashes else 0
 
 

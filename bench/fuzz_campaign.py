@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fuzz import gen, oracle  # noqa: E402
 from fuzz.cases import make_case, write_case  # noqa: E402
+from _results import write_section  # noqa: E402
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
 BEGIN, END = "<!-- fuzz:begin -->", "<!-- fuzz:end -->"
 
 
@@ -104,14 +104,7 @@ def write_results(totals: list[dict]) -> None:
              "ranges, no null sentinel); every `ingest_every`-th through the CLI ingest (exit 0, or 2 with one "
              "line and nothing written) and a full read-back (events_in = rows + lost, `moetrace query "
              "\"select * from events\"`).", END]
-    text = RESULTS.read_text()
-    block = "\n".join(lines)
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(text)
+    write_section("\n".join(lines), BEGIN, END)
 
 
 def main() -> int:

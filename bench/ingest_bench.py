@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 from ingest.contract import COLUMN, Cmp, DType, Engine, Kind, Op, Outcome, PipeEvent, PipeOp, Scope  # noqa: E402
 from ingest.manifest import Manifest  # noqa: E402
 from ingest.rings import write_ring_file  # noqa: E402
+from _results import write_section  # noqa: E402
 
 CACHE = ROOT / "bench" / "cache"
-RESULTS = ROOT / "bench" / "RESULTS.md"
 BEGIN, END = "<!-- ingest:begin -->", "<!-- ingest:end -->"
 
 P, CORES, K, HIDDEN, E_L = 16, 8, 8, 7168, 8
@@ -318,14 +318,7 @@ def write_results(line: str, rows: int, med: float, disk: int, where: str, load:
             f"- targets: >= 5 M events/s {'met' if ok_speed else 'NOT met'}; "
             f"<= 12 bytes/event {'met' if ok_size else 'NOT met'}",
             "", NOTES, END]
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    block = "\n".join(body) + "\n"
-    if BEGIN in text and END in text:
-        a, b = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:a] + block.rstrip("\n") + text[b:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    RESULTS.write_text(text)
+    write_section("\n".join(body), BEGIN, END)
 
 
 if __name__ == "__main__":

@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from ingest.contract import ENVELOPE, FIELDS, json_name, kind_columns  # noqa: E402
 from ingest_bench import CACHE, _machine, build  # noqa: E402
+from _results import write_section  # noqa: E402
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
 BEGIN, END = "<!-- jsonl:begin -->", "<!-- jsonl:end -->"
 
 
@@ -123,13 +123,7 @@ def main() -> None:
     block = "\n".join(lines)
     print(block)
     if not args.no_results:
-        text = RESULTS.read_text()
-        if BEGIN in text:
-            head, rest = text.split(BEGIN, 1)
-            text = head + block + rest.split(END, 1)[1]
-        else:
-            text = text.replace("<!-- sim:begin -->", block + "\n\n<!-- sim:begin -->", 1)
-        RESULTS.write_text(text)
+        write_section(block, BEGIN, END, before="<!-- sim:begin -->")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -19,12 +18,12 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from _results import write_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 DATA = ROOT / "tests" / "data" / "oshmem"
 RUN = ROOT / "examples" / "oshmem" / "run.sh"
-RESULTS = ROOT / "bench" / "RESULTS.md"
 BEGIN, END = "<!-- oshmem:begin -->", "<!-- oshmem:end -->"
 RANKS = 4
 
@@ -135,10 +134,7 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|", *rows, END])
     print(body)
     if not args.no_results:
-        doc = RESULTS.read_text()
-        doc = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: body, doc, flags=re.S) \
-            if BEGIN in doc else doc.rstrip("\n") + "\n\n" + body + "\n"
-        RESULTS.write_text(doc)
+        write_section(body, BEGIN, END)
 
 
 if __name__ == "__main__":

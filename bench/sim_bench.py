@@ -9,7 +9,6 @@ leaving the rest of the file alone.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import tempfile
 import time
@@ -19,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernels.api import simulate  # noqa: E402
 from kernels.base import Params  # noqa: E402
+from _results import write_section  # noqa: E402
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 BEGIN, END = "<!-- sim:begin -->", "<!-- sim:end -->"
 
 
@@ -59,13 +58,7 @@ def main() -> None:
                      f"{r['eps'] / 1e6:.2f} M | {r.get('write_s', float('nan')):.2f} | {r['status']} |")
         print(f"{r['protocol']:15s} {r['shape']:40s} {r['events']:>12,} ev  {r['sim_s']:7.2f} s  "
               f"{r['eps'] / 1e6:6.2f} M ev/s  {r['status']}")
-    section = BEGIN + "\n" + "\n".join(lines) + "\n" + END
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    if BEGIN in text and END in text:
-        text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: section, text, flags=re.S)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS.write_text(text)
+    write_section(BEGIN + "\n" + "\n".join(lines) + "\n" + END, BEGIN, END)
 
 
 if __name__ == "__main__":
