@@ -240,8 +240,10 @@ def _through_core_barriers(trace, phase_all: np.ndarray) -> None:
     lift[ends] = reached[inv[~begins]]
     # Forward-fill each (core, launch) run: a run's id times a stride larger than any phase keeps
     # the running maximum from crossing into the next run.
-    seg = np.searchsorted(trace.segments, np.arange(len(phase_all)), side="right") - 1
-    run = np.cumsum(np.concatenate(([0], (seg[1:] != seg[:-1]) | (trace["launch"][1:] != trace["launch"][:-1]))))
+    new_run = np.zeros(len(phase_all), bool)  # a run starts at each core's first row and each launch change
+    new_run[trace.segments[:-1]] = True
+    new_run[1:] |= trace["launch"][1:] != trace["launch"][:-1]
+    run = np.cumsum(new_run) - 1
     stride = int(lift.max()) + 1
     filled = np.maximum.accumulate(run * stride + lift) - run * stride
     np.maximum(phase_all, filled.astype(phase_all.dtype), out=phase_all)

@@ -97,7 +97,6 @@ class _Columns:
         self.trace = trace
         self.kind = trace["kind"]
         self.region = trace["region"].astype(np.int64)
-        self.segment = np.searchsorted(trace.segments, np.arange(trace.n), side="right") - 1
         owner = trace.owner
         writes = np.flatnonzero(np.isin(self.kind, _WRITES))
         signal = np.flatnonzero(self.kind == Kind.PUT_SIGNAL)
@@ -114,6 +113,11 @@ class _Columns:
         self.w_add = trace["op"][self.w_row] == Op.ADD
         self.w_launch = trace["launch"][self.w_row].astype(np.int64)
         self.vnull = trace.null("value")
+
+
+    def segment_of(self, rows: np.ndarray) -> np.ndarray:
+        """The (rank, core) segment of each row (``TraceView.segments``), for the rows asked only."""
+        return np.searchsorted(self.trace.segments, rows, side="right") - 1
 
 
 _WRITES = np.array([int(k) for k in (Kind.PUT, Kind.SIGNAL, Kind.AMO, Kind.WRITE)], np.int8)
@@ -203,10 +207,10 @@ def _reset(cols: _Columns, t, r: Region, waits: np.ndarray) -> tuple[int, str] |
     def ident(seg, launch, off):
         return (seg.astype(np.int64) * nl + launch.astype(np.int64)) * span + off
 
-    wait_id = ident(cols.segment[ends], t["launch"][ends], t["offset"][ends].astype(np.int64))
+    wait_id = ident(cols.segment_of(ends), t["launch"][ends], t["offset"][ends].astype(np.int64))
     order = np.argsort(wait_id, kind="stable")
     wait_id, first = wait_id[order], ends[order]
-    write_id = ident(cols.segment[rows], t["launch"][rows], offs)
+    write_id = ident(cols.segment_of(rows), t["launch"][rows], offs)
     at = np.searchsorted(wait_id, write_id)
     hit = at < len(wait_id)
     hit[hit] = (wait_id[at[hit]] == write_id[hit]) & (first[at[hit]] < rows[hit])
@@ -241,14 +245,14 @@ def _monotonic(cols: _Columns, t, r: Region, waits: np.ndarray) -> str | None:
     if len(waits) < 2:
         return None
     target = t["value"][waits].astype(np.int64)
-    word = cols.segment[waits] * max(r.length, 1) + t["offset"][waits].astype(np.int64)
+    word = cols.segment_of(waits) * max(r.length, 1) + t["offset"][waits].astype(np.int64)
     order = np.argsort(word, kind="stable")  # stable: program order within a (core, word)
     word, target = word[order], target[order]
     same = word[1:] == word[:-1]
     if not same.any() or (target[1:][same] <= target[:-1][same]).any():
         return None
     mine = np.flatnonzero((cols.w_region == r.id) & ~cols.w_add & (cols.w_value != cols.vnull))
-    seg = np.searchsorted(t.segments, cols.w_row[mine], side="right") - 1
+    seg = cols.segment_of(cols.w_row[mine])
     wword = (seg * (int(t.declared.ranks) + 1) + cols.w_owner[mine]) * max(r.length, 1) + cols.w_offset[mine]
     o = np.argsort(wword, kind="stable")
     ww, wv = wword[o], cols.w_value[mine][o]
