@@ -16,7 +16,7 @@ import numpy as np
 
 from ingest.contract import DType, Engine, Op, PipeEvent, PipeOp, Role, Scope
 
-from .base import ReduceKernel
+from .reduce_base import ReduceKernel
 from .sim.machine import RegionSpec
 
 SYM, OUT = 0, 1

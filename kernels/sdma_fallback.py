@@ -12,7 +12,7 @@ import numpy as np
 
 from ingest.contract import DType, Engine, Op, PipeEvent, PipeOp, Role, Scope
 
-from .base import ReduceKernel
+from .reduce_base import ReduceKernel
 from .sim.machine import RegionSpec
 
 SYM, OUT, UB = 0, 1, 2

@@ -15,7 +15,7 @@ import numpy as np
 
 from ingest.contract import Cmp, Engine, Op, Role
 
-from .base import ReduceKernel
+from .reduce_base import ReduceKernel
 from .sim.machine import RegionSpec
 
 ACC, DONE, STAGE, UB = 0, 1, 2, 3

@@ -18,7 +18,7 @@ import numpy as np
 
 from ingest.contract import Cmp, DType, Engine, Kind, Op, Role
 
-from .base import ReduceKernel
+from .reduce_base import ReduceKernel
 from .sim.machine import RegionSpec
 
 ACC, DONE = 0, 1
