@@ -170,7 +170,9 @@ def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = 
     from ingest.errors import TraceError
 
     config = config or Config()
-    paths = [Path(inputs)] if isinstance(inputs, (str, Path)) else [Path(p) for p in inputs]
+    from ingest.location import URL_NOT_A_DATASET, as_location, is_url
+
+    paths = [as_location(inputs)] if isinstance(inputs, (str, Path)) else [as_location(p) for p in inputs]
     if not paths:
         raise TraceError(None, "", "no input given")
     if rules is None:
@@ -181,6 +183,8 @@ def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = 
     if len(paths) == 1 and is_dataset(paths[0]):
         return _run(paths[0], paths, config, selected, progress, executor)
     for p in paths:
+        if is_url(p):
+            raise TraceError(p, "", URL_NOT_A_DATASET)
         if not p.exists():
             raise TraceError(p, "", "no such file or directory")
         if is_dataset(p):

@@ -21,13 +21,17 @@ def as_dataset(inputs: str | Path | Sequence[str | Path], progress=None) -> Iter
     from ingest.dataset import is_dataset
     from ingest.errors import TraceError
 
-    paths = [Path(inputs)] if isinstance(inputs, (str, Path)) else [Path(p) for p in inputs]
+    from ingest.location import URL_NOT_A_DATASET, as_location, is_url
+
+    paths = [as_location(inputs)] if isinstance(inputs, (str, Path)) else [as_location(p) for p in inputs]
     if not paths:
         raise TraceError(None, "", "no input given")
     if len(paths) == 1 and is_dataset(paths[0]):
         yield paths[0]
         return
     for p in paths:
+        if is_url(p):
+            raise TraceError(p, "", URL_NOT_A_DATASET)
         if not p.exists():
             raise TraceError(p, "", "no such file or directory")
         if is_dataset(p):

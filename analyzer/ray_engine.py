@@ -22,6 +22,8 @@ import os
 from pathlib import Path
 from typing import Iterator
 
+from ingest.location import is_url
+
 UV_RUNTIME_ENV_FLAG = "RAY_ENABLE_UV_RUN_RUNTIME_ENV"
 RUNTIME_ENV = {"env_vars": {UV_RUNTIME_ENV_FLAG: "0"}}
 MAX_RETRIES = 3  # per window, for a worker or node that dies under it
@@ -63,7 +65,7 @@ class RayWindows:
         try:
             task = ray.remote(_window_task).options(max_retries=self.max_retries, retry_exceptions=False,
                                                     num_cpus=1)
-            path = str(Path(dataset).resolve())
+            path = dataset if is_url(dataset) else str(Path(dataset).resolve())  # every node reads it itself
             refs = [task.remote(path, w, config, codes) for w in windows]
             for ref in refs:
                 yield _get(ray, ref)

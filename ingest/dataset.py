@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from .contract import COLUMN, COLUMNS, DATASET_FORMAT
 from .errors import TraceError
+from .location import Remote, is_url
 from .manifest import Manifest
 
 EVENTS_DIR = "events"
@@ -135,29 +136,35 @@ class IngestReport:
 
 
 class Dataset:
-    """A dataset opened read-only."""
+    """A dataset opened read-only: a local directory, or a URL (``ingest.location``)."""
 
     def __init__(self, root: str | Path):
-        self.root = Path(root)
+        self.remote = Remote(root) if is_url(root) else None
+        self.root = self.remote.url if self.remote else Path(root)
+        self.fs = self.remote.fs if self.remote else None  # None: the local file system, by path
         if not is_dataset(self.root):
             raise TraceError(self.root, "", "not a moetrace dataset (no ingest.json / events/)")
-        self.manifest = Manifest.load(self.root / MANIFEST_FILE)
+        self.manifest = (Manifest.from_bytes(self.remote.read_bytes(MANIFEST_FILE), self.remote.url_of(MANIFEST_FILE))
+                         if self.remote else Manifest.load(self.root / MANIFEST_FILE))
+        report = self.remote.url_of(REPORT_FILE) if self.remote else self.root / REPORT_FILE
         try:
-            self.report = IngestReport.from_json(json.loads((self.root / REPORT_FILE).read_text()))
+            text = self.remote.read_bytes(REPORT_FILE) if self.remote else report.read_text()
+            self.report = IngestReport.from_json(json.loads(text))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # any damage, not only bad JSON
-            raise TraceError(self.root / REPORT_FILE, "", f"unreadable ingest report: {e!r}") from None
-        self.files: dict[int, Path] = {}
-        for d in sorted((self.root / EVENTS_DIR).glob("rank=*")):
+            raise TraceError(report, "", f"unreadable ingest report: {e!r}") from None
+        # rank -> its parquet file: a Path, or a path in ``self.fs`` for a URL.
+        self.files: dict[int, Path | str] = {}
+        parts = (self.remote.subdirs(EVENTS_DIR) if self.remote
+                 else [d.name for d in (self.root / EVENTS_DIR).glob("rank=*")])
+        for name in sorted(d for d in parts if d.startswith("rank=")):
+            where = self.remote.url_of(EVENTS_DIR, name) if self.remote else self.root / EVENTS_DIR / name
             try:
-                r = int(d.name.split("=", 1)[1])
+                r = int(name.split("=", 1)[1])
             except ValueError:
-                raise TraceError(d, "", "bad partition directory name") from None
-            self.files[r] = d / "part-0.parquet"
+                raise TraceError(where, "", "bad partition directory name") from None
+            self.files[r] = (self.remote.path(EVENTS_DIR, name, "part-0.parquet") if self.remote
+                             else self.root / EVENTS_DIR / name / "part-0.parquet")
         self.ranks = sorted(self.files)
-
-    @property
-    def parquet_glob(self) -> str:
-        return str(self.root / EVENTS_DIR / "rank=*" / "*.parquet")
 
     def num_rows(self) -> int:
         return sum(self._open(rank).metadata.num_rows for rank in self.files)
@@ -171,7 +178,7 @@ class Dataset:
             if p is None:
                 continue
             try:
-                parts.append(pq.read_table(p, columns=cols, partitioning=None))
+                parts.append(pq.read_table(p, columns=cols, partitioning=None, filesystem=self.fs))
             except (OSError, pa.ArrowException) as e:
                 raise TraceError(p, "", f"unreadable parquet: {e}") from None
         if not parts:
@@ -248,7 +255,7 @@ class Dataset:
         if rank not in files:
             p = self.files[rank]
             try:
-                files[rank] = pq.ParquetFile(p)
+                files[rank] = pq.ParquetFile(p, filesystem=self.fs)
             except (OSError, pa.ArrowException) as e:
                 raise TraceError(p, "", f"unreadable parquet: {e}") from None
         return files[rank]
@@ -302,5 +309,8 @@ def to_numpy(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
 
 
 def is_dataset(path: str | Path) -> bool:
+    if is_url(path):
+        remote = Remote(path)
+        return remote.is_file(REPORT_FILE) and remote.is_dir(EVENTS_DIR)
     p = Path(path)
     return p.is_dir() and (p / REPORT_FILE).is_file() and (p / EVENTS_DIR).is_dir()

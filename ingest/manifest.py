@@ -170,9 +170,16 @@ class Manifest:
     def load(cls, path: str | Path) -> "Manifest":
         path = Path(path)
         try:
-            text = path.read_bytes().decode("utf-8-sig")  # a BOM opening the file is accepted, as in event files
+            data = path.read_bytes()
         except OSError as e:
             raise TraceError(path, "", f"cannot read manifest: {e.strerror or e}") from None
+        return cls.from_bytes(data, path)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, path: str | Path | None = None) -> "Manifest":
+        """A manifest file's bytes (read from wherever it lives); ``path`` names it in errors."""
+        try:
+            text = data.decode("utf-8-sig")  # a BOM opening the file is accepted, as in event files
         except UnicodeDecodeError as e:
             raise TraceError(path, f"byte {e.start}", f"manifest is not valid UTF-8 text: {e.reason}") from None
         try:

@@ -45,12 +45,14 @@ class Trace:
         from ingest.dataset import Dataset
         from rules.views import connect
 
-        inputs = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
+        from ingest.location import as_location
+
+        inputs = [as_location(path)] if isinstance(path, (str, Path)) else [as_location(p) for p in path]
         self._stack = ExitStack()
         try:
             self.path = self._stack.enter_context(as_dataset(inputs))
             self.dataset = Dataset(self.path)
-            self.config = load_config(config, search_from=[*(inputs[:1]), Path.cwd()])
+            self.config = load_config(config, search_from=[*(p for p in inputs[:1] if isinstance(p, Path)), Path.cwd()])
             self._con = connect(self.dataset)
             self._stack.callback(self._con.close)
         except BaseException:

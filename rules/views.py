@@ -95,7 +95,14 @@ def _helpers(con, dataset: Dataset) -> None:
 
 def _raw(con, dataset: Dataset) -> None:
     files = [str(p) for _, p in sorted(dataset.files.items())]
-    if files:
+    if files and dataset.fs is not None:
+        # A dataset behind a URL: DuckDB scans it through pyarrow's file system (no DuckDB
+        # extension, no credentials of its own; external access can stay off).
+        import pyarrow.dataset as pads
+
+        con.register("_remote_events", pads.dataset(files, filesystem=dataset.fs, format="parquet"))
+        con.execute("CREATE VIEW _raw_events AS SELECT * FROM _remote_events")
+    elif files:
         listed = ", ".join(_quote(f) for f in files)
         con.execute(f"CREATE VIEW _raw_events AS SELECT * FROM read_parquet([{listed}], hive_partitioning = false)")
     else:

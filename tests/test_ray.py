@@ -145,3 +145,11 @@ def test_cli_engine_and_address_are_checked(tmp_path, cli):
                        (("--address", "127.0.0.1:6379"), "command line: --address")):
         r = cli("diagnose", str(tmp_path), *args)
         assert r.code == 2 and r.stderr.startswith(f"moetrace: error: {what}") and not r.stdout
+
+
+def test_ray_windows_read_a_dataset_by_url(tmp_path, cluster):
+    # On a cluster the dataset sits on shared storage; each task opens the URL itself.
+    blk = _blocked(tmp_path, "classic", ("invalid-expert",))
+    serial = diagnose(blk, Config(window_events=1))
+    on_ray = diagnose(blk.resolve().as_uri(), Config(window_events=1), executor=RayWindows())
+    assert _json(on_ray) == _json(serial) and serial.findings

@@ -37,6 +37,7 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
     from analyzer.engine import RuleError, diagnose
     from analyzer.report import render
     from ingest.errors import TraceError
+    from ingest.location import as_location
 
     from ._common import Bars
 
@@ -52,7 +53,7 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
     if address is not None and engine != "ray":
         print("moetrace: error: command line: --address: only with --engine ray", file=err)
         return 2
-    inputs = [Path(p) for p in inputs]
+    inputs = [as_location(p) for p in inputs]
     executor = None
     if engine == "ray":
         from analyzer.ray_engine import RayUnavailable, RayWindows, import_ray
@@ -64,7 +65,8 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
             return 2
         executor = RayWindows(address)
     try:
-        config = load_config(config_path, search_from=[*(inputs[:1]), Path.cwd()])
+        local = [p for p in inputs[:1] if isinstance(p, Path)]  # a URL has no config beside it
+        config = load_config(config_path, search_from=[*local, Path.cwd()])
         config = config.with_overrides(select=select, ignore=ignore, fail_on=fail_on, window_events=window_events,
                                        jobs=jobs)
         with Bars(enabled=progress) as bars:  # events read and written, windows and rules run
@@ -134,8 +136,9 @@ def _write_atomic(path: Path, text: str) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("diagnose", cls=Command)
     def diagnose_cmd(
-        inputs: Annotated[list[Path], typer.Argument(
-            help="A dataset directory, or raw traces (JSONL directories, .mtr dumps) to ingest on the fly.",
+        inputs: Annotated[list[str], typer.Argument(
+            help="A dataset directory or URL (s3://, gs://, file://, ...: what pyarrow reads), or raw traces "
+                 "(JSONL directories, .mtr dumps) to ingest on the fly.",
             show_default=False, metavar="INPUT")],
         fmt: Annotated[Literal[FORMATS], typer.Option("--format", "-f", help="The report's format.")] = "text",
         fail_on: Annotated[Optional[Literal[FAIL_ON]], typer.Option(

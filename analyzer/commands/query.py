@@ -33,7 +33,9 @@ COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json, ARRAY tr
 def register(app: typer.Typer) -> None:
     @app.command("query", cls=Command)
     def query_cmd(
-        dataset: Path = typer.Argument(..., metavar="DATASET", help="a moetrace dataset (see `moetrace ingest`)"),
+        dataset: str = typer.Argument(..., metavar="DATASET",
+                                      help="a moetrace dataset (see `moetrace ingest`): a path, or a URL "
+                                           "pyarrow reads (s3://, gs://, file://, ...)"),
         sql: str = typer.Argument(..., metavar="SQL",
                                   help="SQL over the views events, waits, writes, routes, last_event, ..."),
         fmt: Literal[FORMATS] = typer.Option("table", "--format", help="output format"),
@@ -47,9 +49,10 @@ def register(app: typer.Typer) -> None:
         import duckdb
 
         from ingest.dataset import Dataset
+        from ingest.location import as_location
         from rules.views import connect
 
-        ds = Dataset(dataset)
+        ds = Dataset(as_location(dataset))
         try:
             con = connect(ds)
         except (duckdb.Error, RuntimeError) as e:  # a damaged event file fails the views' creation
@@ -217,7 +220,8 @@ def _sandbox(con, dataset, sql: str) -> str:
 def _lock(con, dataset, writable=()) -> None:
     """External access off but for the dataset's event files (and ``writable``: a COPY's target),
     no extension loads, the configuration locked."""
-    files = [str(p) for _, p in sorted(dataset.files.items())] + [str(w) for w in writable]
+    local = [] if dataset.fs is not None else [str(p) for _, p in sorted(dataset.files.items())]
+    files = local + [str(w) for w in writable]
     listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
     for setting in (f"SET allowed_paths = [{listed}]" if files else None,
                     "SET enable_external_access = false",
