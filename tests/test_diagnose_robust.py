@@ -49,3 +49,37 @@ WIDE_WRITE_AND_WAIT = [
 def test_wide_write_and_a_wait_diagnose_in_bounded_memory(tmp_path, events):
     doc = weird.manifest_doc(3, 1)
     assert diagnose(weird.write(tmp_path / "t", doc, events, False), timeout=60) is None
+
+
+def _diagnose_in_process(tmp_path, doc: dict, events: list[dict]):
+    from analyzer.config import Config
+    from analyzer.engine import diagnose as run
+
+    return run(weird.write(tmp_path / "t", doc, events, False), Config())
+
+
+def test_mt501_on_routes_of_a_manifest_without_params(tmp_path):
+    # Issue 14 class 3: "rule MT501 raised KeyError: 'topk'". A manifest need not state topk
+    # (or any param); routes with an id out of every range are still MT501's evidence.
+    doc = {k: v for k, v in weird.manifest_doc(2, 1).items() if k != "params"}
+    events = [{"rank": 0, "core": 0, "seq": s, "ts": 1 + s, "launch": 0, "kind": "route", "token": 0, "topk": s,
+               "expert": e, "dst_rank": d} for s, (e, d) in enumerate([(1, 0), (2**31 - 1, 9), (-5, 0)])]
+    report = _diagnose_in_process(tmp_path, doc, events)
+    assert {f.code for f in report.findings} >= {"MT501"}
+
+
+def test_waits_at_launches_far_apart_and_huge_offsets(tmp_path):
+    # Issue 14 class 3: "rule MT101 raised ValueError: array is too big" -- an allocation sized
+    # from launch numbers with gaps and an offset near the region's end. Sizes come from row counts.
+    doc = weird.manifest_doc(2, 1)
+    big = doc["regions"][-1]["length"] - 1
+    events = [
+        {"rank": 0, "core": 0, "seq": 0, "ts": 5, "launch": 0, "kind": "wait_begin", "region": "out",
+         "offset": big, "cmp": "ge", "value": 1},
+        {"rank": 1, "core": 0, "seq": 0, "ts": 5, "launch": 2**31 - 1, "kind": "wait_begin", "region": "out",
+         "offset": big, "cmp": "ge", "value": 1},
+        {"rank": 1, "core": 0, "seq": 1, "ts": 6, "launch": 2**31 - 1, "kind": "put", "engine": "mte", "peer": 0,
+         "region": "out", "offset": big, "nbytes": 2},
+    ]
+    report = _diagnose_in_process(tmp_path, doc, events)
+    assert {f.code for f in report.findings} & {"MT101", "MT102", "MT103", "MT104", "MT105"}

@@ -2,7 +2,8 @@
 
 Shapes the issue saw break diagnose: 64 ranks with one event each and huge
 values, timestamps shuffled, launch numbers with gaps, a random 3 ranks x 3
-cores trace; written as JSON lines or as one ring dump. Values come from
+cores trace, 18 ranks x 1 core of 235 events; written as JSON lines or as one
+ring dump. Values come from
 the contract's data ranges (``Manifest.value_range``), edges included.
 """
 
@@ -20,7 +21,7 @@ from ingest.ring_layout import RECORD_DTYPE, slot_of
 
 from . import gen
 
-SHAPES = ("64x1-huge", "shuffled-ts", "launch-gaps", "3x3-random")
+SHAPES = ("64x1-huge", "shuffled-ts", "launch-gaps", "3x3-random", "18x1-random")
 
 
 def manifest_doc(ranks: int, cores: int) -> dict:
@@ -54,13 +55,13 @@ def _value(c: gen.Chooser, m: Manifest, kind: Kind, col: str, huge: bool, ring: 
 
 def trace(c: gen.Chooser, shape: str, ring: bool = False) -> tuple[dict, list[dict]]:
     """(manifest doc, events) of one shape; every event is valid for the manifest."""
-    ranks, cores = (64, 1) if shape == "64x1-huge" else (3, 3)
+    ranks, cores = {"64x1-huge": (64, 1), "18x1-random": (18, 1)}.get(shape, (3, 3))
     doc = manifest_doc(ranks, cores)
     m = Manifest.from_json(doc)
-    n = ranks if shape == "64x1-huge" else c.int(20, 150)
+    n = {"64x1-huge": ranks, "18x1-random": 235}.get(shape) or c.int(20, 150)
     evs, seq = [], {}
     for i in range(n):
-        rank, core = (i, 0) if shape == "64x1-huge" else (c.int(0, 2), c.int(0, 2))
+        rank, core = (i, 0) if shape == "64x1-huge" else (c.int(0, ranks - 1), c.int(0, cores - 1))
         kind = c.pick(list(FIELDS))
         s = seq.get((rank, core), c.pick([0, 0, 3]))
         seq[(rank, core)] = s + c.pick([1, 1, 2])
