@@ -27,7 +27,8 @@ TRUTH_FILE = "truth.json"
 _MODULES = (("classic", "Classic"), ("doubleplane", "Doubleplane"), ("fused", "Fused"),
             ("generation", "Generation"), ("reduce_scatter", "ReduceScatter"),
             ("sdma_fallback", "SdmaFallback"), ("udma_atomic", "UdmaAtomic"),
-            ("reduce_scatter_staged", "ReduceScatterStaged"), ("unified_atomic", "UnifiedAtomic"))
+            ("reduce_scatter_staged", "ReduceScatterStaged"), ("unified_atomic", "UnifiedAtomic"),
+            ("udma_bulk", "UdmaBulk"))
 
 
 def _protocols() -> dict:

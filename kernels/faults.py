@@ -105,10 +105,20 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
               "the reduction uses aclshmem_half_atomic_add, and some peers are reached over UDMA",
               "half atomics are MTE-only: the unified API aborts at the first UDMA peer; the peers waiting "
               "for it hang", ("round",)),
+    FaultSpec("int64-atomic-a2", "engine-limit",
+              "the reduction uses aclshmem_int64_atomic_add on an A2 (910B) machine, whose MTE has no int64 "
+              "atomic add (the manifest names the platform)",
+              "no A2 path for the call: the kernel aborts at the first MTE peer's atomic (as the unified API "
+              "does for any type a transport lacks); every rank stops, no sum is read", ("round",)),
     FaultSpec("sdma-get-in-atomic", "engine-limit",
               "the reduce sets SetAtomicAdd and gets each peer's chunk straight into D with sdma_get_nbi",
               "SDMA has no inline reduce: each get overwrites D, only the last peer's chunk survives "
               "(lost accumulation)", ("rank", "core", "round")),
+    FaultSpec("udma-put-unchunked", "engine-limit",
+              "a core puts its whole 384 MB buffer part to the peer in one aclshmemx_udma_put_nbi (the "
+              "chunk loop lost), over the 256 MB one UDMA request carries",
+              "the engine moves the request's first 256 MB only: the quiet and the ready flag pass, the "
+              "part's last 128 MB are never written (wrong data)", ("rank", "core", "round")),
     FaultSpec("wrong-slot", "hang",
               "a flag (count / ready / generation) is sent to the wrong slot on the right peer",
               "the slot the consumer waits on is never written: hang", ("rank", "core", "round")),

@@ -7,9 +7,18 @@ Then the quiet of that transport for the peer, then an MTE signal on the peer's
 done slot; core 0 waits every done slot, reads the sums and resets for the next
 launch. The manifest states the platform and the per-peer transport map.
 
-The clean kernel adds int32 (every transport takes it). The faults use a type a
-transport lacks: the unified API then calls ``kernel_abort`` on that peer, which
-traps the whole kernel of the rank (every core stops where it is).
+The clean kernel adds int32 (every transport takes it, on every platform). The faults
+use a type a transport lacks: the unified API then calls ``kernel_abort`` on that peer,
+which traps the whole kernel of the rank (every core stops where it is).
+
+``int64-atomic-a2`` runs the kernel on an A2 (910B) machine, which the manifest then
+names: no RoCE there (RoCE atomics are Ascend950 only, §2.4), so the peers across node
+pairs are UDMA, and its MTE has no uint32/int64/uint64 atomic add (§2.2.1's platform
+table: "not supported"; the EXT overloads are Ascend950's, §2.1). The seed does not say
+what such a call does on A2; the simulator takes it to the unified API's answer to every
+other (type, transport) it has no path for: ``kernel_abort`` at that atomic. (A build that
+refuses it leaves no run to trace; a silently dropped add would leave the events of a
+correct run and only a wrong sum.)
 """
 
 from __future__ import annotations
@@ -23,30 +32,40 @@ from .sim.machine import RegionSpec
 
 ACC, DONE = 0, 1
 PLATFORM = "Ascend950"
-# Types each transport's scalar atomic add takes (seed 004 §2.6).
+EXT_FAULT_PLATFORM = "A2"  # where the int64-atomic-a2 fault runs the kernel
+# Types each transport's scalar atomic add takes on Ascend950 (seed 004 §2.6).
 SUPPORTED = {Engine.MTE: {DType.INT8, DType.INT16, DType.INT32, DType.HALF, DType.BFLOAT16, DType.FLOAT,
                           DType.UINT32, DType.INT64, DType.UINT64},
              Engine.UDMA: {DType.INT32, DType.UINT32, DType.INT64, DType.UINT64, DType.FLOAT},
              Engine.ROCE: {DType.INT32, DType.UINT32, DType.INT64, DType.UINT64}}
-FAULT_DTYPE = {"float-atomic-roce": DType.FLOAT, "half-atomic-udma": DType.HALF}
+# The MTE scalar atomics a platform lacks (seed 004 §2.2.1: 910B alike 910C, i.e. A3; the fault runs on A2).
+MTE_LACKS = {"A2": {DType.UINT32, DType.INT64, DType.UINT64}}
+FAULT_DTYPE = {"float-atomic-roce": DType.FLOAT, "half-atomic-udma": DType.HALF, "int64-atomic-a2": DType.INT64}
 
 
-def transport(rank: int, peer: int) -> Engine:
-    """Node pairs (0,1), (2,3), ... share HCCS; across pairs, UDMA or RoCE by the link."""
+def transport(rank: int, peer: int, platform: str = PLATFORM) -> Engine:
+    """Node pairs (0,1), (2,3), ... share HCCS; across pairs, UDMA or RoCE by the link (RoCE on
+    Ascend950 only: elsewhere every cross-pair link is UDMA)."""
     if rank // 2 == peer // 2:
         return Engine.MTE
-    return Engine.UDMA if (rank + peer) % 2 else Engine.ROCE
+    return Engine.UDMA if (rank + peer) % 2 or platform != PLATFORM else Engine.ROCE
+
+
+def supported(engine: Engine, platform: str) -> set:
+    return SUPPORTED[engine] - (MTE_LACKS.get(platform, set()) if engine == Engine.MTE else set())
 
 
 class UnifiedAtomic(ReduceKernel):
     name = "unified_atomic"
     kernel_name = "unified_atomic_add"
     doc = "unified aclshmem_*_atomic_add over a topology of MTE, UDMA and RoCE peers, quiet, MTE done flag"
-    faults = ("float-atomic-roce", "half-atomic-udma")
+    faults = ("float-atomic-roce", "half-atomic-udma", "int64-atomic-a2")
 
     def __init__(self, params, plan, seed):
         super().__init__(params, plan, seed)
         self.aborted: set[tuple[int, int]] = set()  # (round, rank) whose kernel trapped
+        # The machine the run is on: the whole run, whichever round the fault's int64 build runs in.
+        self.platform = EXT_FAULT_PLATFORM if any(f.name == "int64-atomic-a2" for f in plan.faults) else PLATFORM
 
     def regions(self):
         p = self.p
@@ -55,8 +74,8 @@ class UnifiedAtomic(ReduceKernel):
 
     def manifest_extra(self) -> dict:
         P = self.p.ranks
-        return {"platform": PLATFORM,
-                "transport": [[transport(r, q).wire for q in range(P)] for r in range(P)]}
+        return {"platform": self.platform,
+                "transport": [[transport(r, q, self.platform).wire for q in range(P)] for r in range(P)]}
 
     def dtype(self, g: int) -> DType:
         for name, dt in FAULT_DTYPE.items():
@@ -74,8 +93,8 @@ class UnifiedAtomic(ReduceKernel):
         for peer in range(c.core, P, p.cores):
             if (g, r) in self.aborted:
                 return  # another core of this rank trapped: the kernel is gone
-            eng = transport(r, peer)
-            if dt not in SUPPORTED[eng]:
+            eng = transport(r, peer, self.platform)
+            if dt not in supported(eng, self.platform):
                 # kernel_abort in the unified API: the call is recorded, none of it happens.
                 m.emit(c, [m.part(Kind.AMO, len(words), engine=int(eng), peer=peer, region=ACC, offset=words,
                                   op=int(Op.ADD), value=contrib[peer], dtype=int(dt))])

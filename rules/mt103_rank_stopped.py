@@ -46,9 +46,9 @@ class RankStopped(Rule):
     summary = "A rank stopped mid-kernel or its dump is missing while others wait on it"
     requires = ("inference", "scan", "waitfor")
     cites = ("MT101", "MT102", "MT103", "MT104", "MT105", "MT201", "MT202", "MT204", "MT301", "MT501",
-             "MT701", "MT703")
-    # An atomic the unified API aborts on (MT701, MT703) explains a core that stops right at it.
-    ABORTS = ("MT701", "MT703")
+             "MT701", "MT703", "MT705")
+    # An atomic the unified API aborts on (MT701, MT703, MT705) explains a core that stops right at it.
+    ABORTS = ("MT701", "MT703", "MT705")
     infers_from = ("index", "slot_words", "params")
 
     def check(self, trace, ctx):
@@ -94,7 +94,7 @@ class RankStopped(Rule):
                                   "gap": gap})
 
     def _aborts(self, trace, rows) -> tuple:
-        """The abort hits (MT701, MT703) whose atomic is the last event of one of the stopped cores."""
+        """The abort hits (MT701, MT703, MT705) whose atomic is the last event of one of the stopped cores."""
         last = {int(r) for r in rows}
         return tuple((code, h.key) for code in self.ABORTS for h in hits_of(trace, code)
                      if last & {row for _, row in h.rows})

@@ -15,15 +15,21 @@ class ExtAtomicTypeOnA2(Rule):
     What it does
         Where the manifest names the platform `A2` or `A3` (910B / 910C),
         flags every `amo` over MTE (the manifest's transport map, else the
-        event's engine) whose `dtype` is uint32, int64 or uint64. Without a
-        platform in the manifest the rule says nothing. One hit per (rank,
-        core, launch, site).
+        event's engine) whose `dtype` is uint32, int64 or uint64. Where the
+        manifest names no platform, or the event no `dtype`, an MTE amo is
+        flagged as inferred when the core's trace ends there inside the
+        kernel (and its dtype, if recorded, is one of the three): MTE takes
+        every other atomic type on every platform, so an abort right at an
+        MTE atomic is this one. A manifest naming Ascend950 (or a platform
+        the rule does not know) silences it. One hit per (rank, core,
+        launch, site).
 
     Why it matters
         910B and 910C have MTE2 atomics for int8/int16/int32/half/bfloat16/
         float only; the uint32/int64/uint64 scalar atomic add exists on
-        Ascend950 alone. On A2/A3 the call is not there: the add is not
-        performed, and the counter or sum it feeds is wrong.
+        Ascend950 alone. On A2/A3 the call has no implementation: the
+        kernel aborts at it (the unified API's answer to a type a path
+        lacks), the rank stops and the sum it feeds is never made.
 
     Example
         manifest platform "A2"; amo mte add peer=1 counter[0] dtype=int64
@@ -41,13 +47,24 @@ class ExtAtomicTypeOnA2(Rule):
 
     def check(self, trace, ctx):
         platform = trace.manifest.platform
-        if trace.n == 0 or platform not in E.PLATFORMS_WITHOUT_EXT:
+        if trace.n == 0 or (platform is not None and platform not in E.PLATFORMS_WITHOUT_EXT):
             return
         transport, mapped = E.amo_transport(trace)
-        rows = np.flatnonzero((trace["kind"] == P.K_AMO) & (transport == P.E_MTE) & E.dtype_in(trace, E.EXT_TYPES))
+        mte = (trace["kind"] == P.K_AMO) & (transport == P.E_MTE)
+        ext = E.dtype_in(trace, E.EXT_TYPES)
+        certain = mte & ext if platform is not None else np.zeros(trace.n, bool)
+        unknown = mte & ~certain & (ext | (trace["dtype"] == P.NULL8)) & E.aborted_at(trace)
+        rows = np.flatnonzero(certain | unknown)
 
         def describe(r, d):
-            return (f"rank {d['rank']} core {d['core']} launch {d['launch']}: mte amo {d['op']} to rank {d['peer']} "
-                    f"{d['region']}[{d['offset']}] at seq {d['seq']} with dtype {d['dtype']} on platform {platform}: "
-                    f"the uint32/int64/uint64 MTE atomics exist on Ascend950 only", Confidence.CERTAIN)
+            where = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: mte amo {d['op']} to rank "
+                     f"{d['peer']} {d['region']}[{d['offset']}] at seq {d['seq']}")
+            if certain[r]:
+                return (where + f" with dtype {d['dtype']} on platform {platform}: the uint32/int64/uint64 MTE "
+                        "atomics exist on Ascend950 only", Confidence.CERTAIN)
+            what = "no dtype recorded" if d.get("dtype") is None else f"dtype {d['dtype']}"
+            on = "no platform named" if platform is None else f"platform {platform}"
+            return (where + f" with {what} and {on}, and the core's trace ends there inside the kernel: MTE "
+                    "takes every other atomic type on every platform, so this is the abort an A2/A3 (910B/910C) "
+                    "gives a uint32/int64/uint64 MTE atomic", Confidence.INFERRED)
         yield from E.hits_by_site(self, trace, rows, describe, "ext-type amo")

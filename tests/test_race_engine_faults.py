@@ -28,6 +28,8 @@ def _roots(tmp_path, protocol, fault, seed=0):
     ("unified_atomic", "float-atomic-roce", {"MT701"}),
     ("sdma_fallback", "sdma-get-in-atomic", {"MT702"}),
     ("unified_atomic", "half-atomic-udma", {"MT703"}),
+    ("udma_bulk", "udma-put-unchunked", {"MT704"}),
+    ("unified_atomic", "int64-atomic-a2", {"MT705"}),
 ])
 def test_fault_is_the_only_root(tmp_path, protocol, fault, codes):
     truth, loud, roots = _roots(tmp_path, protocol, fault)
@@ -42,6 +44,47 @@ def test_abort_is_the_root_of_the_trapped_ranks_and_their_waiters(tmp_path):
     stopped = [f for f in loud if f.code == "MT103"]
     assert stopped and all(f.caused_by for f in stopped)
     assert {f.code for f in roots} == {"MT701"}
+
+
+def test_int64_atomic_on_a2_aborts_at_the_mte_peer(tmp_path):
+    """On A2 (named by the manifest, no RoCE in its map) an int64 add traps at the first MTE peer;
+    MT103 on every stopped rank cites MT705."""
+    truth, loud, roots = _roots(tmp_path, "unified_atomic", "int64-atomic-a2", seed=0)
+    manifest = json.loads((tmp_path / "dataset" / "manifest.json").read_text())
+    assert manifest["platform"] == "A2" and "roce" not in {e for row in manifest["transport"] for e in row}
+    assert truth.status == "aborted" and len(truth.outcome["aborted"]) == SHAPE.ranks
+    stopped = [f for f in loud if f.code == "MT103"]
+    assert stopped and all(f.caused_by for f in stopped)
+    assert {f.code for f in roots} == {"MT705"}
+
+
+def test_clean_unified_atomic_stays_on_ascend950(tmp_path):
+    t = simulate("unified_atomic", SHAPE, seed=0, out=tmp_path)
+    manifest = json.loads((tmp_path / "dataset" / "manifest.json").read_text())
+    assert t.status == "completed" and manifest["platform"] == "Ascend950"
+    assert "roce" in {e for row in manifest["transport"] for e in row}
+
+
+def test_udma_engine_cuts_a_request_at_256_mb():
+    """The simulated UDMA engine moves a request's first 256 MB; MTE, and UDMA requests within the
+    limit, move whole. The window is kept in 4 MB blocks."""
+    from kernels.sim.machine import Machine, RegionSpec
+    from kernels.sim.memory import UDMA_MAX_REQUEST
+    from ingest.contract import Engine, Role
+
+    block = 1 << 20  # int32 elements: 4 MB
+    m = Machine(2, 1, [RegionSpec("buf", Role.PAYLOAD, 3 * 96 * block, block=block)], seed=0)
+    c = m.core(0, 0)
+    over = UDMA_MAX_REQUEST // 4 + 32 * block  # 384 MB
+    m.put(c, Engine.UDMA, 1, 0, [0], 7, over)
+    m.put(c, Engine.UDMA, 1, 0, [96 * block], 8, UDMA_MAX_REQUEST // 4)
+    m.put(c, Engine.MTE, 1, 0, [192 * block], 9, over)
+    m.heap.complete(c, Engine.ALL)
+    buf = m.heap.mem[0][1]
+    assert len(buf) == 3 * 96
+    assert (buf[:64] == 7).all() and (buf[64:96] == 0).all()
+    assert (buf[96:160] == 8).all() and (buf[160:192] == 0).all()
+    assert (buf[192:] == 9).all()
 
 
 def test_sdma_get_writes_plainly_under_atomic_mode():

@@ -28,6 +28,8 @@ PROTOCOL_HELP = {
                              "barrier_all per block",
     "unified_atomic": "unified aclshmem_*_atomic_add over a topology of MTE, UDMA and RoCE peers, quiet, "
                       "MTE done flag",
+    "udma_bulk": "UDMA put of a 384 MB buffer part per core to the next rank in 128 MB requests, quiet, "
+                 "MTE ready flag",
 }
 # kernels.base.ROUTINGS, restated so that --help imports no numpy (a test checks they agree).
 ROUTINGS = ("uniform", "skewed", "hot")

@@ -6,6 +6,11 @@ rank. A ``Pending`` batch is n operations of one core to one peer on one engine
 be half delivered. Whether a landing write accumulates is decided by the issuing
 core's atomic mode at the moment it lands, which is what makes SetAtomicNone
 before the MTE3 drain lose contributions.
+
+A window may be kept in blocks (``RegionSpec.block`` elements to one simulated word):
+a buffer of hundreds of MB, of which the kernel checks one element a block, costs a
+few hundred words. Its offsets and lengths are whole blocks, its data one value a
+request (a stamp): that is all a blocked window models.
 """
 
 from __future__ import annotations
@@ -22,6 +27,19 @@ _DTYPE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 # Engines without concurrent RMA and AMO to one PE (atomic-add pattern §2.3, §2.4).
 _NO_CONCURRENT = (Engine.UDMA, Engine.ROCE)
 _EARLY = {Engine.MTE: 1.0, Engine.SDMA: 0.25, Engine.UDMA: 0.4, Engine.ROCE: 0.4, Engine.LOCAL: 1.0}
+# The most one UDMA request carries (seed 001, UDMA primitives: "a single request at most
+# 256 MB, beyond that it must be chunked"). The seed gives the limit, not what the engine does
+# past it; the simulated engine carries the request's first 256 MB and drops the rest, so the
+# quiet and any flag after it pass and only the data is short. (The simulator is the machine
+# the rules are tested against: it states the engine's limit itself, as MT704 states its own.)
+UDMA_MAX_REQUEST = 256 << 20
+
+
+def carried_words(engine: int, words: int, elem_bytes: int) -> int:
+    """Of a request of ``words`` elements, the ones the engine moves."""
+    if engine == Engine.UDMA and words * elem_bytes > UDMA_MAX_REQUEST:
+        return UDMA_MAX_REQUEST // elem_bytes
+    return words
 
 
 @dataclass(frozen=True)
@@ -35,6 +53,7 @@ class RegionSpec:
     slot_words: int = 1
     index: str | None = None
     init: int = 0  # what the host memsets the window to before the first launch
+    block: int = 1  # elements per simulated word (module doc): the manifest states ``length`` elements
 
     def region(self, rid: int) -> Region:
         # The simulator knows every property of its windows: it states them all, none left to infer.
@@ -60,7 +79,8 @@ class Heap:
     def __init__(self, ranks: int, specs: list[RegionSpec], machine):
         self.specs = specs
         self.ids = {s.name: i for i, s in enumerate(specs)}
-        self.mem = [np.full((ranks, s.length), s.init, dtype=_DTYPE[s.elem_bytes]) for s in specs]
+        self.mem = [np.full((ranks, s.length // s.block), s.init, dtype=_DTYPE[s.elem_bytes]) for s in specs]
+        self.block = [s.block for s in specs]
         self.m = machine
         self._cores: list = []  # cores with pending work, swap-removed
 
@@ -71,6 +91,9 @@ class Heap:
     def store(self, rank: int, region: int, offs: np.ndarray, words: int, data, add: bool) -> None:
         """Write ``words`` elements at each offset: data is (n, words), (words,) or a scalar."""
         mem = self.mem[region][rank]
+        b = self.block[region]
+        if b > 1:  # a blocked window: whole blocks, one value a request
+            offs, words = offs // b, -(-words // b)
         idx = offs[:, None] + np.arange(words) if words > 1 else offs
         if words == 1 and isinstance(data, np.ndarray) and data.ndim == 2:
             data = data.reshape(-1)

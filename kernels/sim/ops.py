@@ -14,7 +14,7 @@ import numpy as np
 
 from ingest.contract import Engine, Kind, Op, PipeEvent, PipeOp
 
-from .memory import Pending
+from .memory import Pending, carried_words
 from .recorder import Part
 
 
@@ -28,6 +28,13 @@ class Ops:
     def _eb(self, region: int) -> int:
         return self.heap.specs[region].elem_bytes
 
+    def _carried(self, engine, region: int, words: int, data):
+        """The words of a put the engine moves (a UDMA request over its limit is cut), and their data."""
+        moved = carried_words(int(engine), words, self._eb(region))
+        if moved < words and isinstance(data, np.ndarray) and data.ndim == 2:
+            data = data[:, :moved]
+        return moved, data
+
     # ---- one-sided ---------------------------------------------------------
     def put(self, c, engine, peer, region, offs, data, words=1, value=None, src=None) -> Part:
         """put_nbi of ``words`` elements per offset; pending until a covering quiet.
@@ -38,7 +45,8 @@ class Ops:
         """
         offs = _arr(offs)
         sreg, soffs = (None, None) if src is None else (src[0], _arr(src[1]))
-        self.heap.enqueue(Pending(c, Kind.PUT, int(engine), int(peer), region, offs, words, data,
+        moved, data = self._carried(engine, region, words, data)
+        self.heap.enqueue(Pending(c, Kind.PUT, int(engine), int(peer), region, offs, moved, data,
                                   src_region=sreg, src_offs=soffs))
         cols = dict(engine=int(engine), peer=peer, region=region, offset=offs, nbytes=words * self._eb(region))
         if value is not None:
@@ -51,7 +59,8 @@ class Ops:
         """Fused put-with-signal: the signal lands together with (after) its payload."""
         offs, sig_offs = _arr(offs), _arr(sig_offs)
         sig = (sig_region, sig_offs, int(op), value)
-        self.heap.enqueue(Pending(c, Kind.PUT_SIGNAL, int(engine), int(peer), region, offs, words, data, sig=sig))
+        moved, data = self._carried(engine, region, words, data)
+        self.heap.enqueue(Pending(c, Kind.PUT_SIGNAL, int(engine), int(peer), region, offs, moved, data, sig=sig))
         return self.part(Kind.PUT_SIGNAL, len(offs), 3, engine=int(engine), peer=peer, region=region,
                          offset=offs, nbytes=words * self._eb(region), sig_region=sig_region,
                          sig_offset=sig_offs, op=int(op), value=value)
@@ -59,7 +68,8 @@ class Ops:
     def get(self, c, engine, peer, region, offs, local_region, local_offs, words=1) -> Part:
         """get_nbi: read peer's region at landing, write locally under this core's atomic mode."""
         offs, local_offs = _arr(offs), _arr(local_offs)
-        self.heap.enqueue(Pending(c, Kind.GET, int(engine), int(peer), local_region, local_offs, words, None,
+        moved, _ = self._carried(engine, region, words, None)
+        self.heap.enqueue(Pending(c, Kind.GET, int(engine), int(peer), local_region, local_offs, moved, None,
                                   src_region=region, src_offs=offs))
         return self.part(Kind.GET, len(offs), 3, engine=int(engine), peer=peer, region=region, offset=offs,
                          nbytes=words * self._eb(region), local_region=local_region, local_offset=local_offs)
