@@ -17,19 +17,35 @@ from . import gen
 from _readers import ring_columns
 
 
+_ENCODE_ERRORS = (ValueError, KeyError, TypeError, OverflowError, AttributeError)
+
+
+def _encodes(evs: list[dict], m: Manifest) -> bool:
+    try:
+        encode_rings(ring_columns(evs, m), m, renumber=True)
+    except _ENCODE_ERRORS:
+        return False
+    return True
+
+
 def _encodable(evs: list[dict], m: Manifest) -> list[dict]:
-    """The events the encoder can lay out: known names, ranks and cores of the manifest, slot-sized values."""
-    keep = []
-    for ev in evs:
-        if not all(type(v) in (int, str) for v in ev.values()):
-            continue
-        try:
-            cols = ring_columns([ev], m)
-            encode_rings(cols, m, renumber=True)
-        except (ValueError, KeyError, TypeError, OverflowError, AttributeError):
-            continue
-        keep.append(ev)
-    return keep
+    """The events the encoder can lay out alone: known names, ranks and cores of the manifest, slot-sized values.
+
+    Every check of the encoder is per event, so a group that encodes together
+    encodes event by event: halves are tried before single events (about half
+    the inputs encode whole, in one call instead of one per event).
+    """
+    def keep(group: list[dict]) -> list[dict]:
+        if not group:
+            return []
+        if _encodes(group, m):
+            return group
+        if len(group) == 1:
+            return []
+        mid = len(group) // 2
+        return keep(group[:mid]) + keep(group[mid:])
+
+    return keep([ev for ev in evs if all(type(v) in (int, str) for v in ev.values())])
 
 
 def _edge(c: gen.Chooser, dtype: np.dtype) -> int:
