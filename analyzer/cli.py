@@ -8,6 +8,7 @@ its heavy dependencies (pyarrow, duckdb, numba) inside the command body, so
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 
@@ -58,13 +59,20 @@ def usage_line(e) -> str:
     return f"{' '.join(e.format_message().split())} (see '{where} --help')"
 
 
+@functools.cache
+def _command():
+    """The click command typer makes of ``app``, made once: typer remakes it on every call
+    (~65 ms), which in-process callers (the tests, the fuzz campaign) paid per command."""
+    return typer.main.get_command(app)
+
+
 def main() -> None:
     from typer._click import exceptions as click_errors
 
     from ingest.errors import TraceError
 
     try:
-        code = app(standalone_mode=False)
+        code = _command()(standalone_mode=False)
     except TraceError as e:
         print(f"moetrace: error: {e}", file=sys.stderr)
         sys.exit(2)

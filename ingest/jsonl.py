@@ -14,6 +14,7 @@ padding of 40 columns) and put back in file order at the end.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from json.scanner import make_scanner
@@ -30,7 +31,7 @@ from .text_stream import BOM, detect_compression, line_lists  # noqa: F401 (BOM,
 
 
 _INT, _CODE, _STR = 0, 1, 2
-_COMPILED: dict[str, object] = {}  # generated per-kind checks by source (see _KindSpec.compile)
+_BY_WIRE = {k.wire: k for k in FIELDS}
 
 # The per-line seq check reads rank, core, seq as a kind's first three values.
 assert ENVELOPE[:3] == ("rank", "core", "seq")
@@ -62,32 +63,87 @@ def _short(v) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+@functools.lru_cache(maxsize=None)
+def _layout(kind: Kind):
+    """What reading ``kind`` needs that no manifest changes: its fields and its compiled check.
+
+    Per field (json key, column, mode, enum table, required); the region
+    table and the integer bounds come from the manifest at each read.
+    """
+    req, opt = FIELDS[kind]
+    cols = [(c, True) for c in ENVELOPE if c != "kind"]
+    cols += [(c, True) for c in req] + [(c, False) for c in opt + COMMON_OPTIONAL]
+    fields = []
+    for col, required in cols:
+        spec = COLUMN[col]
+        if spec.enum is not None:
+            allowed = ALLOWED.get((kind, col), frozenset(spec.enum))
+            mode, table = _CODE, {spec.enum(c).wire: int(c) for c in sorted(allowed)}
+        elif spec.ref == "region":
+            mode, table = _CODE, None
+        else:
+            mode, table = (_STR if spec.type == pa.string() else _INT), None
+        fields.append((json_name(kind, col), col, mode, table, required))
+    return tuple(fields), _compile(kind, fields)
+
+
+def _compile(kind: Kind, fields: list):
+    """The code of ``parse(obj, lineno)``, which checks and appends one event of ``kind``.
+
+    Generated from the fields so each check is straight-line code: the generic
+    loop over field tuples cost about three times as much per line. Bounds
+    (L<i>, H<i>) and name tables (T<i>) are names bound per read, so one
+    compiled code serves every manifest: compiling is most of the cost of a
+    small file. On a failure it calls ``bad_field(spec, obj, i)`` or
+    ``bad_seq(...)``, which raise.
+    """
+    body = []
+    for i, (key, _col, mode, _table, required) in enumerate(fields):
+        body.append(f"v{i} = obj.get({key!r})")
+        if mode == _INT:
+            check = f"type(v{i}) is not int or v{i} < L{i} or v{i} > H{i}"
+        elif mode == _STR:
+            # A lone surrogate escape ("\\ud83d") decodes to a str that has no UTF-8 form.
+            check = f"type(v{i}) is not str or not (v{i}.isascii() or utf8_ok(v{i}))"
+        else:
+            # Names only: a bare integer code is not the JSON form.
+            body.append(f"if v{i} is not None: v{i} = T{i}.get(v{i}, -1) if type(v{i}) is str else -1")
+            check = f"v{i} < 0"
+        if required:
+            body.append(f"if v{i} is None or {check}: bad_field(spec, obj, {i})")
+        else:
+            body.append(f"if v{i} is not None and ({check}): bad_field(spec, obj, {i})")
+    body += [
+        "rc = (v0 << 16) | v1",
+        "prev = last_seq.get(rc)",
+        "if prev is not None and v2 <= prev: bad_seq(v0, v1, v2, prev)",
+        "last_seq[rc] = v2",
+        "rows_append(lineno)",
+    ]
+    body += [f"A{i}(v{i})" for i in range(len(fields))]
+    src = "def parse(obj, lineno):\n" + "".join(f"    {line}\n" for line in body)
+    return compile(src, f"<moetrace jsonl {kind.wire}>", "exec")
+
+
 class _KindSpec:
     """How to read one kind: (json key, column, mode, lookup-or-lo, hi, required) per field."""
 
     def __init__(self, kind: Kind, manifest: Manifest):
         self.kind = kind
-        req, opt = FIELDS[kind]
-        cols = [(c, True) for c in ENVELOPE if c != "kind"]
-        cols += [(c, True) for c in req] + [(c, False) for c in opt + COMMON_OPTIONAL]
+        layout, self._code = _layout(kind)
+        regions = None
         self.fields = []
-        self.columns = []
-        for col, required in cols:
-            spec = COLUMN[col]
-            key = json_name(kind, col)
-            if spec.enum is not None:
-                allowed = ALLOWED.get((kind, col), frozenset(spec.enum))
-                table = {spec.enum(c).wire: int(c) for c in sorted(allowed)}
-                self.fields.append((key, col, _CODE, table, None, required))
-            elif spec.ref == "region":
-                table = {r.name: r.id for r in manifest.regions}
-                self.fields.append((key, col, _CODE, table, None, required))
-            elif spec.type == pa.string():
-                self.fields.append((key, col, _STR, None, None, required))
-            else:
+        for key, col, mode, table, required in layout:
+            if mode == _INT:
                 lo, hi = manifest.value_range(kind, col)
                 self.fields.append((key, col, _INT, lo, hi, required))
-            self.columns.append(col)
+            elif mode == _CODE and table is None:
+                if regions is None:
+                    regions = {r.name: r.id for r in manifest.regions}
+                self.fields.append((key, col, _CODE, regions, None, required))
+            else:
+                self.fields.append((key, col, mode, table, None, required))
+        self.columns = [f[1] for f in self.fields]
         self.keys = frozenset(f[0] for f in self.fields) | {"kind"}
         self.index = {col: i for i, col in enumerate(self.columns)}
         self.rows: list[int] = []
@@ -95,50 +151,16 @@ class _KindSpec:
         self.manifest = manifest
 
     def compile(self, last_seq: dict, bad_field, bad_seq):
-        """A function ``parse(obj, lineno)`` that checks and appends one event of this kind.
-
-        Generated from ``self.fields`` so each check is straight-line code with
-        its bounds as constants: the generic loop over field tuples cost about
-        three times as much per line. On a failure it calls ``bad_field(spec,
-        obj, i)`` or ``bad_seq(...)``, which raise.
-        """
+        """``parse(obj, lineno)`` bound to this read: its lists, bounds, tables and seq state."""
         ns: dict = {"last_seq": last_seq, "bad_field": bad_field, "bad_seq": bad_seq, "spec": self,
                     "rows_append": self.rows.append, "str": str, "int": int, "utf8_ok": _utf8_ok}
-        body = []
-        for i, (key, col, mode, a, b, required) in enumerate(self.fields):
+        for i, (_key, _col, mode, a, b, _required) in enumerate(self.fields):
             ns[f"A{i}"] = self.values[i].append
-            body.append(f"v{i} = obj.get({key!r})")
             if mode == _INT:
-                check = f"type(v{i}) is not int or v{i} < {a} or v{i} > {b}"
-            elif mode == _STR:
-                # A lone surrogate escape ("\\ud83d") decodes to a str that has no UTF-8 form.
-                check = f"type(v{i}) is not str or not (v{i}.isascii() or utf8_ok(v{i}))"
-            else:
+                ns[f"L{i}"], ns[f"H{i}"] = a, b
+            elif mode == _CODE:
                 ns[f"T{i}"] = a
-                # Names only: a bare integer code is not the JSON form.
-                body.append(f"if v{i} is not None: v{i} = T{i}.get(v{i}, -1) if type(v{i}) is str else -1")
-                check = f"v{i} < 0"
-            if required:
-                body.append(f"if v{i} is None or {check}: bad_field(spec, obj, {i})")
-            else:
-                body.append(f"if v{i} is not None and ({check}): bad_field(spec, obj, {i})")
-        body += [
-            "rc = (v0 << 16) | v1",
-            "prev = last_seq.get(rc)",
-            "if prev is not None and v2 <= prev: bad_seq(v0, v1, v2, prev)",
-            "last_seq[rc] = v2",
-            "rows_append(lineno)",
-        ]
-        body += [f"A{i}(v{i})" for i in range(len(self.fields))]
-        src = "def parse(obj, lineno):\n" + "".join(f"    {line}\n" for line in body)
-        # Compiling is most of the cost of a small file (19 kinds, ~1 ms each); the source
-        # depends only on the kind and the manifest's ranks and cores, so it is compiled once.
-        code = _COMPILED.get(src)
-        if code is None:
-            if len(_COMPILED) > 4096:
-                _COMPILED.clear()
-            code = _COMPILED[src] = compile(src, f"<moetrace jsonl {self.kind.wire}>", "exec")
-        exec(code, ns)
+        exec(self._code, ns)
         return ns["parse"]
 
     def explain(self, obj: dict, key: str, col: str, mode: int, a, b, required: bool) -> str:
@@ -192,8 +214,9 @@ def read_jsonl(path: str | Path, manifest: Manifest, *, fast: bool = True) -> Js
         got = read_fast(path, manifest, compression)
         if got is not None:
             return JsonlChunk(*got)
-    kind_specs = {k.wire: _KindSpec(k, manifest) for k in FIELDS}
-    kinds = ", ".join(kind_specs)
+    # Specs are made for the kinds a file holds, when first met: a small file holds few.
+    kind_specs: dict[str, _KindSpec] = {}
+    specs: dict[str, tuple] = {}
     last_seq: dict[int, int] = {}
     loads = json.loads
     scan = make_scanner(json.JSONDecoder())
@@ -209,7 +232,15 @@ def read_jsonl(path: str | Path, manifest: Manifest, *, fast: bool = True) -> Js
         fail(f"seq {seq} of rank {rank} core {core} does not increase past {prev} "
              f"(seq must strictly increase per (rank, core))")
 
-    specs = {name: (ks.keys, ks.compile(last_seq, bad_field, bad_seq)) for name, ks in kind_specs.items()}
+    def new_spec(k) -> tuple:
+        kind = _BY_WIRE.get(k) if type(k) is str else None
+        if kind is None:
+            if k is None:
+                fail("field 'kind' is missing")
+            fail(f"unknown kind {_short(k)}; expected one of {', '.join(_BY_WIRE)}")
+        ks = kind_specs[k] = _KindSpec(kind, manifest)
+        spec = specs[k] = (ks.keys, ks.compile(last_seq, bad_field, bad_seq))
+        return spec
 
     for lines in line_lists(path, compression):
         for line in lines:
@@ -234,9 +265,7 @@ def read_jsonl(path: str | Path, manifest: Manifest, *, fast: bool = True) -> Js
             k = obj.get("kind")
             spec = specs.get(k) if type(k) is str else None
             if spec is None:
-                if k is None:
-                    fail("field 'kind' is missing")
-                fail(f"unknown kind {_short(k)}; expected one of {kinds}")
+                spec = new_spec(k)
             keys, parse = spec
             if not keys.issuperset(obj):
                 ks = kind_specs[obj["kind"]]
@@ -246,15 +275,20 @@ def read_jsonl(path: str | Path, manifest: Manifest, *, fast: bool = True) -> Js
                         fail(f"{ks.kind.wire} event: field {extra[0]!r} is not part of a {ks.kind.wire} event "
                          f"(it would be dropped); its fields are {', '.join(sorted(ks.keys))}")
             parse(obj, lineno)
-    return _assemble(list(kind_specs.values()))
+    return _assemble([kind_specs[k.wire] for k in FIELDS if k.wire in kind_specs])
 
 
 def _assemble(specs: list[_KindSpec]) -> JsonlChunk:
     """Build the contract table from the per-kind lists, back in file order."""
     used = [s for s in specs if s.rows]
     lines = np.concatenate([np.asarray(s.rows, dtype=np.int64) for s in used]) if used else np.zeros(0, np.int64)
+    total = len(lines)
+    held = set().union(*(s.index for s in used)) if used else set()
     arrays = []
     for c in COLUMNS:
+        if c.name != "kind" and c.name not in held:
+            arrays.append(pa.chunked_array([pa.nulls(total, c.type)], type=c.type))  # no kind here has it
+            continue
         pieces = []
         for s in used:
             n = len(s.rows)

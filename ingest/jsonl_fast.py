@@ -48,12 +48,42 @@ def _plan():
 
 _KEYS, _READ_SCHEMA = _plan()
 _NKINDS = max(FIELDS) + 1
+_KIND_NAMES = [k.wire for k in Kind]
+_KIND_CODES = np.array([int(Kind.from_wire(k)) for k in _KIND_NAMES])
 
 
 def _kind_mask(kinds) -> np.ndarray:
     m = np.zeros(_NKINDS, dtype=bool)
     m[list(kinds)] = True
     return m
+
+
+def _checks():
+    """Per JSON key, per column it fills: what ``validate`` checks, worked out once.
+
+    (column, spec, kinds carrying it (mask), kinds requiring it (mask), its kinds,
+    enum names and codes, allowed codes per kind); and the kinds requiring the key.
+    """
+    checks, required_by = {}, {}
+    for key, cols in _KEYS.items():
+        entries, req_any = [], set()
+        for cname, ks in cols.items():
+            spec = COLUMN[cname]
+            req = [k for k in ks if cname in FIELDS[Kind(k)][0] or cname in ENVELOPE]
+            req_any.update(req)
+            names = code_of = None
+            if spec.enum is not None:
+                names = [m.wire for m in spec.enum]
+                code_of = np.array([int(m) for m in spec.enum], dtype=np.int64)
+            allowed = {k: np.array(sorted(ALLOWED[(Kind(k), cname)]), dtype=np.int64)
+                       for k in ks if (Kind(k), cname) in ALLOWED}
+            entries.append((cname, spec, _kind_mask(ks), _kind_mask(req), [(k, Kind(k)) for k in ks],
+                            names, code_of, allowed))
+        checks[key], required_by[key] = entries, sorted(req_any)
+    return checks, required_by
+
+
+_CHECKS, _REQUIRED_BY = _checks()
 
 
 def _chunks(path: Path, compression: str | None):
@@ -116,51 +146,51 @@ def _codes(col: pa.ChunkedArray, names: list[str]) -> np.ndarray:
 def validate(raw: pa.Table, manifest: Manifest) -> pa.Table:
     """The contract table for ``raw`` (one file's rows in order), or _NotSure."""
     n = raw.num_rows
-    kind_names = [k.wire for k in Kind]
-    kind = _codes(raw.column("kind"), kind_names)
+    kind = _codes(raw.column("kind"), _KIND_NAMES)
     if n and (kind < 0).any():
         raise _NotSure
-    kinds = np.array([int(Kind.from_wire(k)) for k in kind_names])[kind] if n else kind
+    kinds = _KIND_CODES[kind] if n else kind
+    held = _kind_mask(np.unique(kinds))  # the kinds this chunk holds
     out: dict[str, np.ndarray | pa.Array] = {"kind": pa.array(kinds.astype(np.int8))}
     values: dict[str, np.ndarray] = {}
     valid: dict[str, np.ndarray] = {}
-    for key, cols in _KEYS.items():
+    for key, entries in _CHECKS.items():
         col = raw.column(key)
+        if col.null_count == n:
+            # On no row: only a kind that requires it can object. Most keys of a small file.
+            if held[_REQUIRED_BY[key]].any():
+                raise _NotSure
+            continue
         present = _np(col.is_valid())
         carriers = np.zeros(n, dtype=bool)
-        for cname, ks in cols.items():
-            spec = COLUMN[cname]
-            rows = _kind_mask(ks)[kinds]
+        for cname, spec, carry, required, ks, names, code_of, allowed in entries:
+            if not (carry & held).any() and spec.type != pa.string():
+                continue  # no row of a kind filling it: it stays null (and nothing here can fail)
+            rows = carry[kinds]
             carriers |= rows
-            req = _kind_mask([k for k in ks if cname in FIELDS[Kind(k)][0] or cname in ENVELOPE])[kinds]
-            if (req & ~present).any():
+            if (required[kinds] & ~present).any():
                 raise _NotSure
             here = rows & present
-            if spec.enum is not None or spec.ref == "region":
+            if names is not None or spec.ref == "region":
                 if spec.ref == "region":
                     names = [r.name for r in manifest.regions]
                     code_of = np.arange(len(names), dtype=np.int64)
-                else:
-                    names = [m.wire for m in spec.enum]
-                    code_of = np.array([int(m) for m in spec.enum], dtype=np.int64)
                 idx = _codes(col, names)
                 if (here & (idx < 0)).any():
                     raise _NotSure
                 v = np.where(idx >= 0, code_of[np.maximum(idx, 0)] if len(names) else 0, 0)
-                for k in ks:
-                    allowed = ALLOWED.get((Kind(k), cname))
-                    if allowed is not None:
-                        sel = here & (kinds == k)
-                        if not np.isin(v[sel], np.array(sorted(allowed), dtype=np.int64)).all():
-                            raise _NotSure
+                for k, codes in allowed.items():
+                    if held[k] and not np.isin(v[here & (kinds == k)], codes).all():
+                        raise _NotSure
             elif spec.type == pa.string():
                 v = None
             else:
                 v = _np(col.fill_null(0))
                 # Kinds grouped by the range they allow (a peer is a rank on a put, any int16 on a count).
                 ranges: dict[tuple[int, int], list[int]] = {}
-                for k in ks:
-                    ranges.setdefault(manifest.value_range(Kind(k), cname), []).append(k)
+                for k, kind_ in ks:
+                    if held[k]:
+                        ranges.setdefault(manifest.value_range(kind_, cname), []).append(k)
                 for (lo, hi), group in ranges.items():
                     sel = v[here if len(ranges) == 1 else here & _kind_mask(group)[kinds]]
                     if len(sel) and (sel.min() < lo or sel.max() > hi):

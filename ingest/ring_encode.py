@@ -18,6 +18,11 @@ from .manifest import Manifest
 from .ring_layout import HEADER_DTYPE, HEADER_SIZE, MAGIC, PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, VERSION
 
 _KINDS = len(Kind)
+# Which kinds carry each plan's column (row p for PLANS[p]), and each slot's value range:
+# a few events touch a handful of the plans, and finding them is one pass, not one per plan.
+_CARRIES = np.stack([p.required | (p.bit != 0) for p in PLANS])
+_SLOT_RANGE = {p.slot: (int(np.iinfo(RECORD_DTYPE[p.slot]).min), int(np.iinfo(RECORD_DTYPE[p.slot]).max))
+               for p in PLANS}
 
 def _columns_of(events) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], int]:
     """Values and validity of every contract column present in a table or dict of arrays."""
@@ -120,10 +125,11 @@ def _records(vals, valid, n, seq, manifest: Manifest) -> np.ndarray:
     recs["kind"] = kind
     present = np.zeros(n, np.uint16)
     kind_i = kind.astype(np.intp)
-    for plan in PLANS:
-        carried = plan.required[kind_i] | (plan.bit[kind_i] != 0)
-        if not carried.any():
-            continue
+    held = np.zeros(len(_CARRIES[0]), bool)
+    held[kind_i] = True
+    for p in np.flatnonzero(_CARRIES[:, held].any(axis=1)):
+        plan = PLANS[p]
+        carried = _CARRIES[p][kind_i]
         ok = valid.get(plan.column, np.zeros(n, bool)) & carried
         missing = plan.required[kind_i] & ~ok
         if missing.any():
@@ -140,8 +146,8 @@ def _records(vals, valid, n, seq, manifest: Manifest) -> np.ndarray:
                 raise ValueError(f"encode_rings: kernel name {e.args[0]!r} not in the manifest's names") from None
         slot_type = recs.dtype[plan.slot]
         v = np.asarray(v).astype(np.int64)
-        info = np.iinfo(slot_type)
-        if v.min() < info.min or v.max() > info.max:
+        lo, hi = _SLOT_RANGE[plan.slot]
+        if v.min() < lo or v.max() > hi:
             raise ValueError(f"encode_rings: {plan.column} out of range for its {slot_type} slot")
         if plan.slot in REGION_SLOTS and v.max() >= len(manifest.regions):
             raise ValueError(f"encode_rings: {plan.column} id {int(v.max())} unknown to the manifest")

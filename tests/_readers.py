@@ -42,7 +42,8 @@ def ring_columns(events: list[dict], manifest: Manifest) -> dict[str, np.ndarray
         if spec.type == pa.string():
             out[col] = np.array(vals, dtype=object)
         else:
-            out[col] = np.array([spec.numpy_null if v is None else v for v in vals], dtype=np.int64)
+            null = spec.numpy_null
+            out[col] = np.array([null if v is None else v for v in vals], dtype=np.int64)
     return out
 
 

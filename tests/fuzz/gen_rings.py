@@ -17,19 +17,40 @@ from . import gen
 from _readers import ring_columns
 
 
-def _encodable(evs: list[dict], m: Manifest) -> list[dict]:
-    """The events the encoder can lay out: known names, ranks and cores of the manifest, slot-sized values."""
-    keep = []
-    for ev in evs:
-        if not all(type(v) in (int, str) for v in ev.values()):
-            continue
-        try:
-            cols = ring_columns([ev], m)
-            encode_rings(cols, m, renumber=True)
-        except (ValueError, KeyError, TypeError, OverflowError, AttributeError):
-            continue
-        keep.append(ev)
-    return keep
+_ENCODE_ERRORS = (ValueError, KeyError, TypeError, OverflowError, AttributeError)
+
+
+def _encodes(evs: list[dict], m: Manifest) -> bool:
+    try:
+        encode_rings(ring_columns(evs, m), m, renumber=True)
+    except _ENCODE_ERRORS:
+        return False
+    return True
+
+
+def _typed(evs: list[dict]) -> list[dict]:
+    return [ev for ev in evs if all(type(v) in (int, str) for v in ev.values())]
+
+
+def _encodable(evs: list[dict], m: Manifest, whole: bool = True) -> list[dict]:
+    """The events the encoder can lay out alone: known names, ranks and cores of the manifest, slot-sized values.
+
+    Every check of the encoder is per event, so a group that encodes together
+    encodes event by event: halves are tried before single events (about half
+    the inputs encode whole, in one call instead of one per event). ``whole``
+    False: the events (``_typed``) are known not to encode together.
+    """
+    def keep(group: list[dict], whole: bool = True) -> list[dict]:
+        if not group:
+            return []
+        if whole and _encodes(group, m):
+            return group
+        if len(group) == 1:
+            return []
+        mid = len(group) // 2
+        return keep(group[:mid]) + keep(group[mid:])
+
+    return keep(evs, whole)
 
 
 def _edge(c: gen.Chooser, dtype: np.dtype) -> int:
@@ -42,15 +63,27 @@ def _edge(c: gen.Chooser, dtype: np.dtype) -> int:
 
 def ring_dump(c: gen.Chooser, m: Manifest) -> bytes:
     doc = m.to_json()
-    evs = _encodable(gen.events(c, doc, c.int(0, 10)), m)
-    if not evs:
-        evs = [{"rank": 0, "core": 0, "seq": 0, "ts": 1, "launch": 0, "kind": "fence"}]
+    evs = _typed(gen.events(c, doc, c.int(0, 10)))
     cap = None if c.chance(70) else c.int(1, 4)
     full = c.chance(20)
+
+    def encode(evs):
+        return bytearray(encode_rings(ring_columns(evs, m), m, capacity=cap, renumber=True, full=full))
+
+    # All events encoding together is the common case, and then each encodes alone
+    # (a capacity > 0 refuses nothing): one call makes the dump and answers _encodable.
     try:
-        data = bytearray(encode_rings(ring_columns(evs, m), m, capacity=cap, renumber=True, full=full))
-    except (ValueError, KeyError, TypeError, OverflowError):  # events that encode alone may not together
-        data = bytearray(encode_rings(ring_columns(evs[:1], m), m, capacity=cap, renumber=True, full=full))
+        data = encode(evs) if evs else None
+    except _ENCODE_ERRORS:
+        data = None
+    if data is None:
+        evs = _encodable(evs, m, whole=False) if evs else []
+        if not evs:
+            evs = [{"rank": 0, "core": 0, "seq": 0, "ts": 1, "launch": 0, "kind": "fence"}]
+        try:
+            data = encode(evs)
+        except (ValueError, KeyError, TypeError, OverflowError):  # events that encode alone may not together
+            data = encode(evs[:1])
     if c.chance(10):
         data += data[: c.int(0, len(data))]  # a second copy of (part of) the rings
     for _ in range(c.int(0, 2) if c.chance(60) else 0):

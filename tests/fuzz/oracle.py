@@ -50,17 +50,27 @@ def check_table(table: pa.Table, manifest: Manifest, what: str) -> None:
         table.validate(full=True)
     except pa.ArrowInvalid as e:
         raise Bug("accepted-invalid-arrow", f"{what}: {e}") from None
+    if not table.num_rows:
+        return
     kinds = table.column("kind").to_numpy(zero_copy_only=False)
+    held = np.unique(kinds)
+    rows_of = {int(k): kinds == k for k in held} if len(held) > 1 else None
     for c in COLUMNS:
         if c.type == pa.string() or c.enum is not None or c.ref is not None:
             continue
         col = table.column(c.name)
-        valid = ~col.is_null().to_numpy(zero_copy_only=False)
-        vals = col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64) if len(col) else np.zeros(0, np.int64)
-        for k in np.unique(kinds[valid]) if valid.any() else []:
+        if col.null_count == len(col):
+            continue
+        valid = None if not col.null_count else col.is_valid().to_numpy(zero_copy_only=False)
+        vals = (col.fill_null(0) if col.null_count else col).to_numpy(zero_copy_only=False).astype(np.int64)
+        for k in held:
+            rows = rows_of[int(k)] if rows_of is not None else None
+            mask = valid if rows is None else rows if valid is None else rows & valid
+            sel = vals if mask is None else vals[mask]
+            if not len(sel):
+                continue
             lo, hi = manifest.value_range(Kind(int(k)), c.name)
-            sel = vals[valid & (kinds == k)]
-            if len(sel) and (sel.min() < lo or sel.max() > hi):
+            if sel.min() < lo or sel.max() > hi:
                 raise Bug("accepted-out-of-range", f"{what}: {Kind(int(k)).wire}.{c.name} in "
                                                    f"[{sel.min()}, {sel.max()}] outside [{lo}, {hi}]")
 
