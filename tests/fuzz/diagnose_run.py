@@ -9,11 +9,12 @@ under a time and a resident-memory bound and answers None (every run exited
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _boundscheck import boundscheck_env
 
 from . import weird
 from .diagnose_child import RUNS
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 def diagnose(trace: Path, timeout: float) -> str | None:
     """The crash class of diagnosing ``trace`` (None when every run exits 0 or 1)."""
-    env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}"}
+    env = boundscheck_env()  # its own numba cache: the shared one holds unchecked code
     res = run_bounded([sys.executable, "-m", "fuzz.diagnose_child", str(trace)], env, timeout * len(RUNS),
                       MEMORY_LIMIT)
     if isinstance(res, str):
