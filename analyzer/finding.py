@@ -153,9 +153,14 @@ def fingerprint(code: str, location: Location) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+_PLAIN = frozenset((int, str, float, bool, type(None)))
+
+
 def jsonable(value: Any) -> Any:
     """Plain JSON types: numpy scalars to Python, tuples and sets to lists, keys to strings."""
-    if isinstance(value, Mapping):
+    if type(value) in _PLAIN:  # most values of a report: skip the Mapping test, an ABC check
+        return value
+    if isinstance(value, (dict, Mapping)):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
