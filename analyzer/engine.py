@@ -42,6 +42,7 @@ from .classes import DefectClass, group
 from .config import Config
 from .evidence import findings_of, owned
 from .finding import Finding
+from .gc_pause import paused
 
 if TYPE_CHECKING:  # pragma: no cover
     from rules.base import Rule
@@ -233,7 +234,8 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=ds.manifest.protocol,
                      ranks=ds.manifest.ranks, cores=ds.manifest.cores, events=total,
                      ranks_missing=tuple(ds.report.ranks_missing), lost=tuple(lost))
-    findings, classes = group(link(drafts))
+    with paused():
+        findings, classes = group(link(drafts))
     return Report(findings, info, tuple(selected), config, classes=classes, started=started,
                   seconds=time.perf_counter() - t0, rule_seconds=tuple(times.items()))
 
@@ -256,7 +258,8 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
 
     def on_rule(rule, hits) -> None:
         prof and prof.mark(f"{rule.code} check ({len(hits)} hits)")
-        out.extend(findings_of(owned(window, hits, trace), by_code, rule, config, trace))
+        with paused():
+            out.extend(findings_of(owned(window, hits, trace), by_code, rule, config, trace))
         prof and prof.mark(f"{rule.code} evidence")
         if times is not None:
             times[rule.code] = times.get(rule.code, 0.0) + time.perf_counter() - began[0]
@@ -278,11 +281,11 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     except Exception as e:  # a rule bug: keep the original as __cause__ for tests and debugging
         code = current[0].code if current[0] is not None else "analysis"
         raise RuleError(code, e) from e
-    if window.blocks is not None:
-        # Rules' caches hang off the view in cycles; drop its arrays now, not at the next
-        # collection, or a worker running window after window holds several at once.
-        trace.__dict__.clear()
-        gc.collect()
+    # Rules' caches hang off the view in cycles; drop its arrays now, not at the next
+    # collection, or a worker running window after window holds several at once (and the
+    # merge and the report, which pause the collector, would hold the last one).
+    trace.__dict__.clear()
+    gc.collect()
     return out
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from analyzer.gc_pause import paused
+
 if TYPE_CHECKING:  # pragma: no cover
     from analyzer.engine import Report
 
@@ -43,7 +45,8 @@ def to_json(report: "Report", fail_on: str | None = None) -> dict[str, Any]:
 
 
 def render(report: "Report", *, fail_on: str | None = None, color: bool = False) -> str:
-    return json.dumps(to_json(report, fail_on), indent=2) + "\n"
+    with paused():  # a tree of plain dicts and lists, one per finding: no cycles to collect
+        return json.dumps(to_json(report, fail_on), indent=2) + "\n"
 
 
 def _v(x: Any) -> str:
