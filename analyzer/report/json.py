@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer.gc_pause import paused
 
+from ._json_text import dumps_indented
+
 if TYPE_CHECKING:  # pragma: no cover
     from analyzer.engine import Report
 
@@ -46,7 +48,11 @@ def to_json(report: "Report", fail_on: str | None = None) -> dict[str, Any]:
 
 def render(report: "Report", *, fail_on: str | None = None, color: bool = False) -> str:
     with paused():  # a tree of plain dicts and lists, one per finding: no cycles to collect
-        return json.dumps(to_json(report, fail_on), indent=2) + "\n"
+        doc = to_json(report, fail_on)
+        try:
+            return dumps_indented(doc) + "\n"  # json.dumps(doc, indent=2)'s text, faster
+        except TypeError:  # a value only json's own encoder handles (or rejects): let it say
+            return json.dumps(doc, indent=2) + "\n"
 
 
 def _v(x: Any) -> str:
