@@ -24,7 +24,7 @@ def severity_rank(level: str) -> int:
     return {"error": 3, "warning": 2, "note": 1}.get(level, 4)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Location:
     """Where a finding is: the device place, and the kernel source line when the manifest knows it."""
 
@@ -77,7 +77,7 @@ def _split_source(text: str) -> tuple[str, int | None]:
     return text, None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Evidence:
     """One event a finding rests on, named by (rank, core, seq), with its role and field values."""
 
@@ -99,7 +99,7 @@ class Evidence:
         return f"{head} {vals}".rstrip()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One reported defect or symptom.
 

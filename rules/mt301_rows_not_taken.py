@@ -57,7 +57,8 @@ class RowsNotTaken(Rule):
         launch = trace["launch"][rows].astype(np.int64)
         lost = req - got
         g = group_columns((rank, le, launch)).inverse
-        totals = np.bincount(group_columns((rank, le)).inverse, weights=lost).astype(np.int64)
+        g_re = group_columns((rank, le)).inverse
+        totals = np.bincount(g_re, weights=lost).astype(np.int64)
         # Groups in row order of their first member; rows in a group by loss, largest first.
         order = np.lexsort((rows, -lost, g))
         parts = np.split(order, np.flatnonzero(np.diff(g[order])) + 1)
@@ -72,7 +73,7 @@ class RowsNotTaken(Rule):
             extra = {"rank": d["rank"], "local_expert": d["local_expert"], "launch": d["launch"], "lost": total,
                      "requested": int(req[members].sum()), "delivered": int(got[members].sum()),
                      "capacity": min(caps) if caps else None, "src_ranks": srcs,
-                     "lost_total": int(totals[g_re.reshape(-1)[members[0]]])}
+                     "lost_total": int(totals[g_re[members[0]]])}
             msg = (f"rank {d['rank']} launch {d['launch']} local expert {d['local_expert']}: {total} rows not "
                    f"taken ({extra['delivered']} of {extra['requested']} requested from source ranks "
                    f"{', '.join(map(str, srcs))}, capacity {extra['capacity']}); {extra['lost_total']} rows lost "
