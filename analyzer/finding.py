@@ -141,6 +141,18 @@ class Finding:
                 "extra": jsonable(dict(self.extra))}
 
 
+_FINDING_FIELDS = tuple(Finding.__dataclass_fields__)
+
+
+def updated(f: Finding, **changes: Any) -> Finding:
+    """``dataclasses.replace(f, **changes)`` without its per-call field introspection (a report
+    may have 10^6 findings). A Finding has no ``__post_init__`` and no init-only fields."""
+    out = object.__new__(Finding)
+    for name in _FINDING_FIELDS:
+        object.__setattr__(out, name, changes[name] if name in changes else getattr(f, name))
+    return out
+
+
 def fingerprint(code: str, location: Location) -> str:
     """A hash of what the finding is about: the rule and the place; never ids, seq or timestamps.
 
