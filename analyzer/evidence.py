@@ -18,7 +18,7 @@ import numpy as np
 from ingest.contract import COLUMN, COMMON_OPTIONAL, FIELDS, Kind, json_name
 
 from .config import Config
-from .finding import Evidence, Finding, Location, fingerprint, jsonable, normalize_key
+from .finding import Evidence, FieldValues, Finding, Location, fingerprint, jsonable, normalize_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from rules.base import Hit, Rule
@@ -100,6 +100,7 @@ def findings_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: typ
     # and source are built once and shared by every finding that cites it.
     values: dict[int, tuple[dict[str, Any], str | None]] = {}
     notes: dict[tuple, list[str]] = {}  # inference notes by (region, properties): few distinct
+    shared: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple of field names per distinct set
     out = []
     for h in hits:
         rows = [(role, next(described)) for role, _ in h.rows]
@@ -107,8 +108,10 @@ def findings_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: typ
         for role, d in rows:
             vs = values.get(id(d))
             if vs is None:
-                vs = values[id(d)] = ({k: v for k, v in d.items() if k not in ("rank", "core", "seq", "kind")},
-                                      site_text(d.get("site")))
+                fields = [(k, v) for k, v in d.items() if k not in ("rank", "core", "seq", "kind")]
+                names = tuple(k for k, _ in fields)
+                names = shared.setdefault(names, names)
+                vs = values[id(d)] = (FieldValues(names, tuple(v for _, v in fields)), site_text(d.get("site")))
             evidence.append(Evidence(role, d["rank"], d["core"], d["seq"], d["kind"], vs[0], vs[1]))
         out.append(_finding(h, rules.get(h.code, rule), config, trace, rows, tuple(evidence), notes))
     return out
