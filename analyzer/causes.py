@@ -9,10 +9,9 @@ which resolves each finding's cause pairs, orders the report and numbers it
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any, Sequence
 
-from .finding import Finding, jsonable, severity_rank
+from .finding import Finding, jsonable, severity_rank, updated
 
 
 def strongly_connected(edges: Sequence[Sequence[int]]) -> list[list[int]]:
@@ -149,7 +148,7 @@ def link(drafts: list[Finding]) -> tuple[Finding, ...]:
         seen_fp[fp] = seen_fp.get(fp, 0) + 1
         if seen_fp[fp] > 1:  # the same rule, place and key twice: keep fingerprints unique per report
             fp = f"{fp}-{seen_fp[fp]}"
-        out.append(replace(f, id=ids[i], extra=extra, fingerprint=fp,
+        out.append(updated(f, id=ids[i], extra=extra, fingerprint=fp,
                            caused_by=tuple(sorted((ids[j] for j in causes[i]), key=lambda s: int(s[1:]))),
                            explains=tuple(sorted((ids[j] for j in explains[i]), key=lambda s: int(s[1:])))))
     return tuple(out)

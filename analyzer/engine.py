@@ -40,14 +40,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from .causes import link
 from .classes import DefectClass, group
 from .config import Config
-from .finding import Evidence, Finding, Location, fingerprint, jsonable, normalize_key
+from .evidence import findings_of, owned
+from .finding import Finding
+from .gc_pause import paused
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rules.base import Hit, Rule
-    from rules.trace import TraceView
-
-_LOC_FIELDS = ("rank", "core", "launch", "region", "offset", "site", "source")
-
+    from rules.base import Rule
 
 class RuleError(Exception):
     """A rule raised: a bug in the rule, not bad input. The original is the __cause__."""
@@ -240,7 +238,8 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=ds.manifest.protocol,
                      ranks=ds.manifest.ranks, cores=ds.manifest.cores, events=total,
                      ranks_missing=tuple(ds.report.ranks_missing), lost=tuple(lost))
-    findings, classes = group(link(drafts))
+    with paused():
+        findings, classes = group(link(drafts))
     return Report(findings, info, tuple(selected), config, classes=classes, started=started,
                   seconds=time.perf_counter() - t0, rule_seconds=tuple(times.items()))
 
@@ -263,9 +262,8 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
 
     def on_rule(rule, hits) -> None:
         prof and prof.mark(f"{rule.code} check ({len(hits)} hits)")
-        for hit in hits:
-            if _owns(window, hit, trace):
-                out.append(_finding(hit, by_code.get(hit.code, rule), config, trace))
+        with paused():
+            out.extend(findings_of(owned(window, hits, trace), by_code, rule, config, trace))
         prof and prof.mark(f"{rule.code} evidence")
         if times is not None:
             times[rule.code] = times.get(rule.code, 0.0) + time.perf_counter() - began[0]
@@ -287,11 +285,11 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     except Exception as e:  # a rule bug: keep the original as __cause__ for tests and debugging
         code = current[0].code if current[0] is not None else "analysis"
         raise RuleError(code, e) from e
-    if window.blocks is not None:
-        # Rules' caches hang off the view in cycles; drop its arrays now, not at the next
-        # collection, or a worker running window after window holds several at once.
-        trace.__dict__.clear()
-        gc.collect()
+    # Rules' caches hang off the view in cycles; drop its arrays now, not at the next
+    # collection, or a worker running window after window holds several at once (and the
+    # merge and the report, which pause the collector, would hold the last one).
+    trace.__dict__.clear()
+    gc.collect()
     return out
 
 
@@ -331,14 +329,6 @@ def _window_job(dataset: str, window, config: Config, codes: list[str]) -> list[
     return _run_window(Dataset(dataset), window, config, [reg[c] for c in codes], prof)
 
 
-def _owns(window, hit: "Hit", trace: "TraceView") -> bool:
-    """Is the hit this window's to report: is its primary event (else its launch) in the main blocks?"""
-    if hit.rows:
-        return window.owns(int(trace.col("launch")[hit.rows[0][1]]))
-    at = hit.location.get("launch")
-    return window.owns(None if at is None else int(at))
-
-
 class _Profile:
     """Wall time and peak RSS since the previous mark, to stderr."""
 
@@ -352,47 +342,3 @@ class _Profile:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         print(f"moetrace profile: {now - self.t:8.3f} s  peak {peak:6.2f} GiB  {what}", file=sys.stderr)
         self.t = now
-
-
-def _finding(hit: "Hit", rule: type["Rule"], config: Config, trace: "TraceView") -> Finding:
-    described = [(role, trace.describe(row)) for role, row in hit.rows]
-    evidence = tuple(Evidence(role, d["rank"], d["core"], d["seq"], d["kind"],
-                              {k: jsonable(v) for k, v in d.items() if k not in ("rank", "core", "seq", "kind")},
-                              trace.manifest.site_text(d.get("site")))
-                     for role, d in described)
-    loc: dict[str, Any] = {}
-    if described:
-        first = described[0][1]
-        loc = {k: first[k] for k in _LOC_FIELDS if k in first}
-    extra = dict(hit.extra)
-    for k, v in hit.location.items():
-        if k in _LOC_FIELDS:
-            loc[k] = v
-        else:
-            extra.setdefault(k, v)  # a place the Location has no field for (e.g. peer): keep it visible
-    region_id = loc.get("region") if isinstance(loc.get("region"), int) else None
-    if region_id is not None:
-        loc["region"] = trace.manifest.regions[region_id].name
-    confidence = _value(hit.confidence)
-    # What the finding rests on that the trace, not the manifest, gave (rules.infer).
-    inferred = trace.inference.about(region_id, rule.infers_from) if rule.infers_from else []
-    if inferred:
-        extra["inferred"] = inferred
-        if confidence == "certain":
-            confidence = "inferred"
-    loc = {k: jsonable(v) for k, v in loc.items()}
-    if "source" not in loc and loc.get("site") is not None:
-        loc["source"] = trace.manifest.site_text(loc["site"])
-    location = Location(**loc)
-    severity = config.severity_for(rule) or (hit.severity.value if hit.severity else None) \
-        or _value(rule.severity)
-    key = normalize_key(hit.key)
-    return Finding(id="", code=hit.code, family=_value(rule.family), name=rule.name, severity=severity,
-                   confidence=confidence, message=hit.message, location=location,
-                   evidence=evidence, fingerprint=fingerprint(hit.code, location),
-                   extra={**extra, "_causes": tuple((c, normalize_key(k)) for c, k in hit.caused_by)},
-                   key=key)
-
-
-def _value(v: Any) -> str:
-    return getattr(v, "value", v)

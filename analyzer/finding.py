@@ -24,7 +24,7 @@ def severity_rank(level: str) -> int:
     return {"error": 3, "warning": 2, "note": 1}.get(level, 4)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Location:
     """Where a finding is: the device place, and the kernel source line when the manifest knows it."""
 
@@ -77,7 +77,40 @@ def _split_source(text: str) -> tuple[str, int | None]:
     return text, None
 
 
-@dataclass(frozen=True)
+class FieldValues(Mapping):
+    """An event's field values as a read-only mapping: the names a tuple shared by every event
+    with the same fields, the values a tuple. A report holds millions of these; a dict each
+    was a quarter of a finding's memory."""
+
+    __slots__ = ("_names", "_values")
+
+    def __init__(self, names: tuple[str, ...], values: tuple[Any, ...]):
+        self._names = names
+        self._values = values
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._values[self._names.index(name)]
+        except ValueError:
+            raise KeyError(name) from None
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def items(self):
+        return zip(self._names, self._values)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+    def __reduce__(self):
+        return type(self), (self._names, self._values)
+
+
+@dataclass(frozen=True, slots=True)
 class Evidence:
     """One event a finding rests on, named by (rank, core, seq), with its role and field values."""
 
@@ -99,7 +132,7 @@ class Evidence:
         return f"{head} {vals}".rstrip()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One reported defect or symptom.
 
@@ -141,6 +174,18 @@ class Finding:
                 "extra": jsonable(dict(self.extra))}
 
 
+_FINDING_FIELDS = tuple(Finding.__dataclass_fields__)
+
+
+def updated(f: Finding, **changes: Any) -> Finding:
+    """``dataclasses.replace(f, **changes)`` without its per-call field introspection (a report
+    may have 10^6 findings). A Finding has no ``__post_init__`` and no init-only fields."""
+    out = object.__new__(Finding)
+    for name in _FINDING_FIELDS:
+        object.__setattr__(out, name, changes[name] if name in changes else getattr(f, name))
+    return out
+
+
 def fingerprint(code: str, location: Location) -> str:
     """A hash of what the finding is about: the rule and the place; never ids, seq or timestamps.
 
@@ -153,9 +198,14 @@ def fingerprint(code: str, location: Location) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+_PLAIN = frozenset((int, str, float, bool, type(None)))
+
+
 def jsonable(value: Any) -> Any:
     """Plain JSON types: numpy scalars to Python, tuples and sets to lists, keys to strings."""
-    if isinstance(value, Mapping):
+    if type(value) in _PLAIN:  # most values of a report: skip the Mapping test, an ABC check
+        return value
+    if isinstance(value, (dict, Mapping)):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._groups import group_columns
+
 
 def groups(rows: np.ndarray, *ident: np.ndarray) -> list[np.ndarray]:
     """``rows`` split by equal ``ident`` columns (one value per row), groups in order of first row.
@@ -18,9 +20,7 @@ def groups(rows: np.ndarray, *ident: np.ndarray) -> list[np.ndarray]:
     """
     if not len(rows):
         return []
-    _, first, inv = np.unique(np.stack([np.asarray(c, np.int64) for c in ident]), axis=1,
-                              return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
+    _, first, inv, _ = group_columns([np.asarray(c, np.int64) for c in ident])
     order = np.argsort(inv, kind="stable")
     bounds = np.searchsorted(inv[order], np.arange(len(first) + 1))
     parts = [rows[order[bounds[g]:bounds[g + 1]]] for g in range(len(first))]

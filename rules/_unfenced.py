@@ -25,6 +25,7 @@ import numpy as np
 from ingest.contract import Engine, Role
 
 from . import _passes as P
+from ._groups import group_columns
 from ._jit import kernel
 
 K_BEGIN, K_PUT, K_SIGNAL, K_AMO = P.K_BEGIN, P.K_PUT, P.K_SIGNAL, P.K_AMO
@@ -166,8 +167,7 @@ def unfenced(trace, ordered_names=None) -> Unfenced:
             return Unfenced(hit_put, hit_q, flags, np.zeros(0, np.int64), np.zeros(0, np.int64))
         ident = np.stack([a.astype(np.int64) for a in (trace["rank"][flags], trace["core"][flags],
                                                          trace["launch"][flags], trace["site"][hit_put[flags]])])
-        _, first, inv = np.unique(ident, axis=1, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
+        _, first, inv, _ = group_columns(ident)
         # Renumber groups by their first flag write, so group order is row order.
         order = np.argsort(first, kind="stable")
         rank_of = np.empty(len(order), np.int64)

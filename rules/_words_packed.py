@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _passes as P
 from ._jit import kernel
+from ._words_squeeze import squeeze
 from ._words_table import NULL64, OP_ADD, Words, widest
 
 K_SIGNAL, K_AMO, K_PUT, K_WRITE, K_GET, K_PUTSIG = P.K_SIGNAL, P.K_AMO, P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG
@@ -29,8 +30,10 @@ _SREG, _OP, _SCALAR, _PNULL, _KIND = 16, 32, 48, 49, 50
 @kernel
 def _rows(fill, kind, treg, offset, loffset, ext, sig_region, sig_offset, key, owner, launch, phase,
           rank, core, value, op, flaglike, length, base, wpr, cp1, kmin, lmin, lspan, phmin, nph, ns,
-          info, pk):
+          strict, info, pk):
     # fill False: count selected rows and entries and the key range; True: write info and pk.
+    # strict (keys renumbered by _words_squeeze): a word outside its flag-like region has no
+    # renumbered key; the count pass then returns s = -1.
     s = 0
     j = 0
     klo = np.int64(2**62)
@@ -53,6 +56,8 @@ def _rows(fill, kind, treg, offset, loffset, ext, sig_region, sig_offset, key, o
         if c == 0 and not sig:
             continue
         ks = owner[i] * wpr + base[max(sr, 0)] + sig_offset[i]
+        if strict and ((c > 0 and key[i] < 0) or (sig and not 0 <= sig_offset[i] < length[sr])):
+            return -1, 0, klo, khi
         if not fill:
             if c > 0:
                 klo = min(klo, key[i])
@@ -82,17 +87,24 @@ def _rows(fill, kind, treg, offset, loffset, ext, sig_region, sig_offset, key, o
 
 
 @kernel
-def _wait_keys(fill, kind, key, e2b, words, launch, rank, core, kmin, kmax, lmin, lspan, rcs, cp1, out):
+def _wait_keys(fill, kind, key, e2b, words, launch, rank, core, kmin, kmax, lmin, lspan, rcs, cp1, strict,
+               room, out):
     # One entry per word a completed-or-not wait_end covers: ((ck, rank/core), row), packed.
+    # strict: keys renumbered (room: words left in the key's flag-like region); a wait on no
+    # flag-like word matches no entry, one running out of its region returns -1.
     n = len(kind)
     j = 0
     for i in range(n):
-        if kind[i] != K_WEND or key[i] < 0:
+        if kind[i] != K_WEND:
             continue
         b = e2b[i]
         nw = 1
         if b >= 0 and words[b] > 0:
             nw = words[b]  # a multi-word wait covers each of its words
+        if strict and room[i] >= 0 and nw > room[i] and (key[i] >= 0 or nw > 1):
+            return -1
+        if key[i] < 0:
+            continue
         for x in range(nw):
             wk = key[i] + x
             if wk < kmin or wk > kmax:
@@ -105,9 +117,11 @@ def _wait_keys(fill, kind, key, e2b, words, launch, rank, core, kmin, kmax, lmin
 
 @kernel
 def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, wp, n, info, rcs, reset, has_reset,
+            fwords, flag_base, orig_base, wpr,
             o_row, o_reg, o_phase, o_op, o_value, o_after, o_last, o_kind):
     # Per (ck, phase) group of the sorted pk: decode, move the writes after a wait of
-    # their core on the word behind the others (stable), simulate. pk becomes ck.
+    # their core on the word behind the others (stable), simulate. pk becomes ck (keys
+    # renumbered by _words_squeeze when fwords > 0: decoded back to the trace's keys).
     m = len(pk)
     g = len(wp)
     span = 2 * ns
@@ -196,9 +210,15 @@ def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, wp, n, info, rcs, reset, has_
         key = ck_off // lspan + kmin
         ph = grp % nph + phmin
         last_ck = e == m or pk[e] // span // nph != ck_off
+        ck_out = ck_off + ck_lo
+        if fwords > 0:
+            owner = key // fwords
+            rest = key - owner * fwords
+            r = np.searchsorted(flag_base, rest, "right") - 1
+            ck_out = (owner * wpr + orig_base[r] + rest - flag_base[r]) * lspan + ck_off % lspan
         for q in range(i, e):
             o_phase[q] = ph
-            pk[q] = ck_off + ck_lo
+            pk[q] = ck_out
             if q == 0 or key != prev_key:
                 cur = reset[o_reg[q]]
                 known = has_reset[o_reg[q]]
@@ -244,26 +264,37 @@ def build_packed(trace) -> Words | None:
             rt["flaglike"], rt["length"], rt["base"], np.int64(trace.manifest.words_per_rank), np.int64(cp1))
     spans = (np.int64(lmin), np.int64(lspan), np.int64(phmin), np.int64(nph))
     none = np.zeros(0, np.int64)
-    ns, m, kmin, kmax = _rows(False, *cols, np.int64(0), *spans, np.int64(1), none.reshape(0, 4), none)
-    if not m:
+    _, e2b = P.wait_pairs(trace)
+    wcols = (kind, key, e2b, trace.wait_words, launch, rank, core)
+    wspans = (np.int64(lmin), np.int64(lspan), np.int64(rcs), np.int64(cp1))
+    room = np.zeros(0, np.int32)
+    fit = _fit(cols, spans, wcols, wspans, False, room, lspan, nph, rcs, n)
+    sq = None
+    if fit is not None and not fit[1]:
         return None
-    cspan = (kmax - kmin + 1) * lspan
-    if cspan * nph * ns * 2 >= 2**62 or cspan * rcs * n >= 2**62:
-        return None
-
+    if fit is None:  # keys too far apart to pack: renumber them over the flag-like words
+        sq = squeeze(trace, rt)
+        if sq is None:
+            return None
+        cols = cols[:7] + (sq.key,) + cols[8:17] + (sq.base, np.int64(sq.words)) + cols[19:]
+        wcols = (kind, sq.key) + wcols[2:]
+        fit = _fit(cols, spans, wcols, wspans, True, sq.room, lspan, nph, rcs, n)
+        if fit is None:
+            return None
+    ns, m, kmin, kmax, wn = fit
+    strict = sq is not None
     info = np.empty((ns, 4), np.int64)
     pk = np.empty(m, np.int64)
-    _rows(True, *cols, np.int64(kmin), *spans, np.int64(ns), info, pk)
+    _rows(True, *cols, np.int64(kmin), *spans, np.int64(ns), strict, info, pk)
     del cols
     pk.sort()
 
     # Waits by (ck, rank/core), then row: a group's first wait is where a search for the group lands.
-    _, e2b = P.wait_pairs(trace)
-    wargs = (kind, key, e2b, trace.wait_words, launch, rank, core, np.int64(kmin), np.int64(kmax),
-             np.int64(lmin), np.int64(lspan), np.int64(rcs), np.int64(cp1))
-    wp = np.empty(_wait_keys(False, *wargs, none), np.int64)
+    wargs = (*wcols, np.int64(kmin), np.int64(kmax), *wspans, strict, sq.room if strict else room)
+    wp = np.empty(wn, np.int64)
     _wait_keys(True, *wargs, wp)
     wp.sort()
+    decode = (np.int64(sq.words), sq.flag_base, sq.orig_base) if strict else (np.int64(0), none, none)
 
     value, after = np.empty(m, np.int64), np.empty(m, np.int64)
     row = np.empty(m, P.row_dtype(n))
@@ -271,5 +302,22 @@ def build_packed(trace) -> Words | None:
     last, wkind = np.empty(m, bool), np.empty(m, np.int8)
     _unpack(pk, np.int64(ns), np.int64(nph), np.int64(phmin), np.int64(lspan), np.int64(kmin), np.int64(lmin),
             wp, np.int64(n), info, np.int64(rcs), rt["reset"], rt["has_reset"],
+            *decode, np.int64(trace.manifest.words_per_rank),
             row, reg, wph, op, value, after, last, wkind)
     return Words(row, reg, wph, op, value, after, last, pk, lmin, lspan, wkind)
+
+
+def _fit(cols, spans, wcols, wspans, strict, room, lspan, nph, rcs, n):
+    """The count passes: (rows, entries, key range, wait entries), or None where a key is out of
+    its flag-like region (``strict``) or the packed keys would overflow; entries 0: no table."""
+    none = np.zeros(0, np.int64)
+    ns, m, kmin, kmax = _rows(False, *cols, np.int64(0), *spans, np.int64(1), strict, none.reshape(0, 4), none)
+    if ns < 0:
+        return None
+    if not m:
+        return 0, 0, 0, 0, 0
+    cspan = (kmax - kmin + 1) * lspan
+    if cspan * nph * ns * 2 >= 2**62 or cspan * rcs * n >= 2**62:
+        return None
+    wn = _wait_keys(False, *wcols, np.int64(kmin), np.int64(kmax), *wspans, strict, room, none)
+    return None if wn < 0 else (ns, m, kmin, kmax, wn)

@@ -7,6 +7,7 @@ import numpy as np
 from . import _passes as P
 from . import _unfenced as U
 from . import _words as W
+from ._groups import group_columns
 from ._jit import kernel
 from .base import Confidence, Family, Rule, Severity
 
@@ -122,14 +123,14 @@ class FlagNotReset(Rule):
         ends = kind == P.K_END
         done = set(zip(trace["rank"][ends].tolist(), trace["launch"][ends].tolist())) \
             - P.incomplete_launches(trace)
-        keep = np.array([(int(o), int(L)) in done for o, L in zip(owner, w.launch_of(idx))], bool)
+        pairs = group_columns((owner, w.launch_of(idx)))  # one test per (owner, launch), not per word
+        keep = np.array([(o, L) in done for o, L in pairs.values.T.tolist()], bool)[pairs.inverse]
         idx, owner = idx[keep], owner[keep]
         keep = ~_reset_after_sync(trace, w, idx)
         idx, owner = idx[keep], owner[keep]
         if not len(idx):
             return
-        _, g = np.unique(np.stack((owner, w.region[idx], w.launch_of(idx))), axis=1, return_inverse=True)
-        g = g.reshape(-1)
+        g = group_columns((owner, w.region[idx], w.launch_of(idx))).inverse
         ends = np.flatnonzero(kind == P.K_WEND)
         eck = w.ckey(trace.key[ends], trace["launch"][ends])
         eorder = np.argsort(eck, kind="stable")
@@ -226,8 +227,7 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     wval = np.asarray(trace["value"], np.int64)[e2b[we]]
     both_ck = np.concatenate((w.ck, wck))
     both_v = np.concatenate((w.value, wval))
-    _, gid = np.unique(np.stack((both_ck, both_v)), axis=1, return_inverse=True)
-    gid = gid.reshape(-1)
+    gid = group_columns((both_ck, both_v)).inverse
     gs_, gw = gid[:n_e], gid[n_e:]
     so = np.argsort(gs_, kind="stable")
     lo = np.searchsorted(gs_[so], gw, "left")

@@ -8,6 +8,7 @@ from ingest.contract import Cmp, Outcome
 
 from . import _passes as P
 from . import _words as W
+from ._groups import group_columns
 from ._jit import kernel
 from .base import Confidence, Family, Rule, Severity
 
@@ -94,8 +95,7 @@ class GenerationEq(Rule):
         if not len(rest):
             return
         site = trace["site"][begins[rest]].astype(np.int64)
-        _, first, counts = np.unique(np.stack((reg[begins[rest]], site)), axis=1, return_index=True,
-                                     return_counts=True)
+        _, first, _, counts = group_columns((reg[begins[rest]], site))
         for f, c in sorted(zip(first.tolist(), counts.tolist())):
             b = int(begins[rest[f]])
             d = trace.describe(b)

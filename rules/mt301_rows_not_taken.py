@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _passes as P
+from ._groups import group_columns
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -55,10 +56,9 @@ class RowsNotTaken(Rule):
         le = trace["local_expert"][rows].astype(np.int64)
         launch = trace["launch"][rows].astype(np.int64)
         lost = req - got
-        _, g = np.unique(np.stack((rank, le, launch)), axis=1, return_inverse=True)
-        g = g.reshape(-1)
-        _, g_re = np.unique(np.stack((rank, le)), axis=1, return_inverse=True)
-        totals = np.bincount(g_re.reshape(-1), weights=lost).astype(np.int64)
+        g = group_columns((rank, le, launch)).inverse
+        g_re = group_columns((rank, le)).inverse
+        totals = np.bincount(g_re, weights=lost).astype(np.int64)
         # Groups in row order of their first member; rows in a group by loss, largest first.
         order = np.lexsort((rows, -lost, g))
         parts = np.split(order, np.flatnonzero(np.diff(g[order])) + 1)
@@ -73,7 +73,7 @@ class RowsNotTaken(Rule):
             extra = {"rank": d["rank"], "local_expert": d["local_expert"], "launch": d["launch"], "lost": total,
                      "requested": int(req[members].sum()), "delivered": int(got[members].sum()),
                      "capacity": min(caps) if caps else None, "src_ranks": srcs,
-                     "lost_total": int(totals[g_re.reshape(-1)[members[0]]])}
+                     "lost_total": int(totals[g_re[members[0]]])}
             msg = (f"rank {d['rank']} launch {d['launch']} local expert {d['local_expert']}: {total} rows not "
                    f"taken ({extra['delivered']} of {extra['requested']} requested from source ranks "
                    f"{', '.join(map(str, srcs))}, capacity {extra['capacity']}); {extra['lost_total']} rows lost "

@@ -7,6 +7,7 @@ import numpy as np
 from ingest.contract import PipeEvent, PipeOp
 
 from . import _passes as P
+from ._groups import group_columns
 from ._jit import kernel
 from .analyses import hits_of
 from .base import Confidence, Family, Rule, Severity
@@ -161,8 +162,7 @@ class GetUsedBeforeQuiet(Rule):
         site = trace["site"]
         ident = np.stack([a.astype(np.int64) for a in (trace["rank"][gets], trace["core"][gets],
                                                          trace["launch"][gets], site[gets], site[use[gets]])])
-        _, first, inv = np.unique(ident, axis=1, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
+        _, first, inv, _ = group_columns(ident)
         # One stable sort split at the group boundaries (a mask per group costs groups x gets).
         order = np.argsort(inv, kind="stable")
         parts = np.split(gets[order], np.flatnonzero(np.diff(inv[order])) + 1)

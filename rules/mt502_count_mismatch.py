@@ -7,6 +7,7 @@ import numpy as np
 from ingest.contract import Role
 
 from . import _passes as P
+from ._groups import group_columns
 from ._waitfor import analyze
 from ._waitfor_stale import not_reset
 from .base import Confidence, Family, Rule, Severity, hits_of
@@ -71,8 +72,7 @@ class CountMismatch(Rule):
         rank, launch, le = trace["rank"], trace["launch"], trace["local_expert"]
         ka = np.stack([c[ra].astype(np.int64) for c in (launch, rank, trace["peer"], le)])
         kb = np.stack([c[rb].astype(np.int64) for c in (launch, trace["src_rank"], rank, le)])
-        uniq, inv = np.unique(np.concatenate((ka, kb), axis=1), axis=1, return_inverse=True)
-        inv = inv.reshape(-1)
+        uniq, _, inv, _ = group_columns(np.concatenate((ka, kb), axis=1))
         g = uniq.shape[1]
         last_a = np.full(g, -1, np.int64)
         last_b = np.full(g, -1, np.int64)

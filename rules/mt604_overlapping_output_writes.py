@@ -12,6 +12,7 @@ import numpy as np
 from ingest.contract import Role
 
 from . import _passes as P
+from ._groups import group_columns
 from ._jit import kernel
 from .base import Confidence, Family, Rule, Severity
 
@@ -141,10 +142,9 @@ class OverlappingOutputWrites(Rule):
 
 def _group(launch, rank, phase) -> np.ndarray:
     """One int64 per (launch, rank, phase) that orders like the triple: the sweep's group test is
-    one compare. Packed where it fits; numpy's unique over the triples (far slower) where not."""
+    one compare. Packed where it fits; the triples' group ids (``_groups``) where not."""
     lo = int(launch.min())
     nr, nph = int(rank.max()) + 1, int(phase.max()) + 1
     if int(rank.min()) >= 0 and int(phase.min()) >= 0 and (int(launch.max()) - lo + 1) * nr * nph < 2**62:
         return ((launch - lo) * nr + rank) * nph + phase
-    _, group = np.unique(np.stack((launch, rank, phase)), axis=1, return_inverse=True)
-    return group.reshape(-1).astype(np.int64)
+    return group_columns((launch, rank, phase)).inverse.astype(np.int64)

@@ -19,6 +19,7 @@ import numpy as np
 from ingest.contract import COLUMN, COLUMNS, COMMON_OPTIONAL, ENVELOPE, FIELDS, REMOTE_WRITE_KINDS, Kind, _Named
 from ingest.dataset import Dataset
 
+from ._groups import group_columns
 from ._jit import kernel
 
 
@@ -194,7 +195,7 @@ class TraceView:
         # it as the most any core holds (any: every core of a rank may have lost the first).
         kb = np.flatnonzero(kind == Kind.KERNEL_BEGIN)
         ident = np.stack((rank[kb].astype(np.int64), core[kb].astype(np.int64), launch[kb].astype(np.int64)))
-        u, cnt = np.unique(ident, axis=1, return_counts=True) if len(kb) else (np.zeros((3, 0), np.int64), [])
+        u, _, _, cnt = group_columns(ident)
         held = {tuple(x): int(k) for x, k in zip(u.T.tolist(), cnt)}
         most: dict[int, int] = {}
         for (_, _, L), k in held.items():

@@ -171,3 +171,15 @@ def test_text_caps_the_symptom_classes_under_a_root():
     text = render(Report(found, TraceInfo(inputs=("x",)), classes=classes), "text")
     assert text.count("\n    - 1 x MT1") == 20
     assert "    - ... and 5 more symptoms in 5 more classes: C22, C23, C24, C25, C26" in text
+
+
+def test_numbers_as_hash_is_the_number_regex():
+    import random
+
+    from analyzer.classes import _NUMBER, _numbers_as_hash
+
+    rng = random.Random(3)
+    alphabet = "0123456789--ab #,.\u0663\u00b2"
+    for _ in range(20000):
+        m = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        assert _numbers_as_hash(m) == _NUMBER.sub("#", m), m
