@@ -66,7 +66,8 @@ print(f"diagnose_s {{time.perf_counter() - t:.2f}}", file=sys.stderr)
 
 
 def diagnose_child(ds: Path, out: Path, code: Path, extra: list[str], ray_cpus: int = 0) -> dict:
-    """One diagnose in a fresh process: wall s (for Ray: after the cluster is up), peak RSS, findings."""
+    """One diagnose in a fresh process: wall s (for Ray: after the cluster is up), its CPU s (user +
+    system; for Ray the driver's only), peak RSS, findings."""
     args = ["diagnose", str(ds), "--format", "json", "-o", str(out), "--no-progress", *extra]
     env = {**os.environ, "PYTHONPATH": str(code)}
     tmp = None
@@ -77,7 +78,8 @@ def diagnose_child(ds: Path, out: Path, code: Path, extra: list[str], ray_cpus: 
         cmd = [sys.executable, "-c", "import sys; from analyzer.cli import main; sys.argv[0] = 'moetrace'; main()",
                *args]
     t = time.perf_counter()
-    p = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    # cwd: `python -c` puts the current directory before PYTHONPATH, so run in the code's checkout.
+    p = subprocess.Popen(cmd, env=env, cwd=code, stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
     err = p.stderr.read()
@@ -88,7 +90,8 @@ def diagnose_child(ds: Path, out: Path, code: Path, extra: list[str], ray_cpus: 
     if code_ not in (0, 1):
         raise SystemExit(f"diagnose failed ({code_}): {err[-2000:]}")
     findings = json.loads(out.read_text())["findings"]
-    return {"wall": wall, "rss": usage.ru_maxrss * 1024, "findings": len(findings)}
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss * 1024,
+            "findings": len(findings)}
 
 
 def windows(ds: Path) -> dict:
@@ -137,7 +140,7 @@ def main() -> None:
         runs.append((f"--engine ray ({args.ray} CPUs)", ["--engine", "ray"], args.ray))
     for name, extra, cpus in runs:
         r = diagnose_child(ds, out, args.code, extra, cpus)
-        print(f"| {name} | {r['wall']:.1f} s | {r['rss'] / 2**30:.2f} GiB ({r['rss'] / n:.0f} B/event) | "
+        print(f"| {name} | {r['wall']:.1f} s | {r['cpu']:.1f} s | {r['rss'] / 2**30:.2f} GiB ({r['rss'] / n:.0f} B/event) | "
               f"{r['findings']:,} findings |", flush=True)
     if args.windows:
         w = windows(ds)
