@@ -150,5 +150,12 @@ class Kernel:
         for c in m.cores:
             m.spawn(c.rank, c.core, self.program(m, c))
 
+    def host_round(self, m, c, g: int):
+        """The host's step before launch ``g`` (stream synchronize + barrier of every core of every
+        rank after the first launch); then the core runs launch ``g``."""
+        if g:
+            yield m.barrier(("host", g), self.p.ranks * self.p.cores, None)
+        c.launch = g
+
     def program(self, m, c):
         raise NotImplementedError

@@ -88,9 +88,7 @@ class Classic(Kernel):
     def program(self, m, c):
         p = self.p
         for g in range(p.rounds):
-            if g:  # host: aclrtSynchronizeStream + aclshmem_barrier_all between rounds
-                yield m.barrier(("host", g), p.ranks * p.cores, None)
-            c.launch = g
+            yield from self.host_round(m, c, g)
             self.inputs(g)
             if not (yield from self.dispatch(m, c, g)):
                 return  # the rank stopped mid-kernel

@@ -128,9 +128,7 @@ class Fused(Kernel):
     def program(self, m, c):
         p = self.p
         for g in range(p.rounds):
-            if g:  # host: stream synchronize + barrier between launches
-                yield m.barrier(("host", g), p.ranks * p.cores, None)
-            c.launch = g
+            yield from self.host_round(m, c, g)
             m.emit(c, [m.kernel(c, NAME, True)])
             if not (yield from self.exchange(m, c, g)):
                 return  # the rank stopped mid-kernel

@@ -41,9 +41,7 @@ class ReduceKernel(Kernel):
     def program(self, m, c):
         p = self.p
         for g in range(p.rounds):
-            if g:  # host: synchronize the stream and barrier between launches
-                yield m.barrier(("host", g), p.ranks * p.cores, None)
-            c.launch = g
+            yield from self.host_round(m, c, g)
             self.contrib(g)
             if self.plan.hit("rank-stop", rank=c.rank, round=g):
                 m.emit(c, [m.kernel(c, self.kernel_name, True)])

@@ -44,9 +44,7 @@ class UdmaBulk(Kernel):
     def program(self, m, c):
         p = self.p
         for g in range(p.rounds):
-            if g:  # host: synchronize the stream and barrier between launches
-                yield m.barrier(("host", g), p.ranks * p.cores, None)
-            c.launch = g
+            yield from self.host_round(m, c, g)
             yield from self.body(m, c, g)
 
     def body(self, m, c, g):
