@@ -93,16 +93,8 @@ _LEAF = {str: encode_basestring_ascii, int: _INT_REPR, float: _float, bool: lamb
 
 
 def _key(k: Any) -> str:
-    if isinstance(k, str):
-        return encode_basestring_ascii(k)
-    if isinstance(k, float):
-        return encode_basestring_ascii(_float(k))
-    if k is True:
-        return '"true"'
-    if k is False:
-        return '"false"'
-    if k is None:
-        return '"null"'
-    if isinstance(k, int):
-        return encode_basestring_ascii(_INT_REPR(k))
+    # json turns a scalar key into the string of its scalar text (1.5 -> "1.5", True -> "true").
+    text = k if isinstance(k, str) else _scalar(k)
+    if text is not None:
+        return encode_basestring_ascii(text)
     raise TypeError(f"keys must be str, int, float, bool or None, not {k.__class__.__name__}")
