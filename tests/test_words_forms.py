@@ -26,8 +26,8 @@ def _cases():
             yield pytest.param(d, id=f"{d.parent.name}/{d.name}")
 
 
-@pytest.mark.parametrize("fixture", list(_cases()))
-def test_packed_matches_lexsort(fixture: Path, tmp_path: Path):
+def _assert_packed_is_lexsort(fixture: Path, tmp_path: Path) -> None:
+    """The packed word table of ``fixture``'s trace equals the general (lexsort) one, field by field."""
     from ingest.run import ingest
 
     ingest([fixture], tmp_path / "ds")
@@ -43,24 +43,16 @@ def test_packed_matches_lexsort(fixture: Path, tmp_path: Path):
         np.testing.assert_array_equal(a, b, err_msg=f)
 
 
+@pytest.mark.parametrize("fixture", list(_cases()))
+def test_packed_matches_lexsort(fixture: Path, tmp_path: Path):
+    _assert_packed_is_lexsort(fixture, tmp_path)
+
 
 @pytest.mark.parametrize("fixture", list(_cases()))
 def test_squeezed_keys_match_lexsort(fixture: Path, tmp_path: Path, monkeypatch):
     """The packed form over renumbered flag-like keys (taken where the trace's keys are too far
     apart to pack), forced on every fixture: the same table, keys decoded back exactly."""
-    from ingest.run import ingest
-
     plain = WP._fit
     monkeypatch.setattr(WP, "_fit", lambda *a: None if not a[4] else plain(*a))  # a[4]: strict
-    ingest([fixture], tmp_path / "ds")
-    trace = TraceView.open(tmp_path / "ds")
-    packed, general = WP.build_packed(trace), W._build_lexsort(trace)
-    if packed is None:  # nothing flag-like written (every fixture's words lie inside their regions)
-        assert len(general.row) == 0
-        return
-    assert (packed.lmin, packed.lspan) == (general.lmin, general.lspan)
-    for f in FIELDS:
-        a, b = getattr(packed, f), getattr(general, f)
-        assert a.dtype == b.dtype, f
-        np.testing.assert_array_equal(a, b, err_msg=f)
+    _assert_packed_is_lexsort(fixture, tmp_path)
 
