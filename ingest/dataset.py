@@ -142,7 +142,7 @@ class Dataset:
         self.remote = Remote(root) if is_url(root) else None
         self.root = self.remote.url if self.remote else Path(root)
         self.fs = self.remote.fs if self.remote else None  # None: the local file system, by path
-        if not is_dataset(self.root):
+        if not (_holds_dataset(self.remote) if self.remote else is_dataset(self.root)):  # one URL resolve
             raise TraceError(self.root, "", "not a moetrace dataset (no ingest.json / events/)")
         self.manifest = (Manifest.from_bytes(self.remote.read_bytes(MANIFEST_FILE), self.remote.url_of(MANIFEST_FILE))
                          if self.remote else Manifest.load(self.root / MANIFEST_FILE))
@@ -310,7 +310,10 @@ def to_numpy(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
 
 def is_dataset(path: str | Path) -> bool:
     if is_url(path):
-        remote = Remote(path)
-        return remote.is_file(REPORT_FILE) and remote.is_dir(EVENTS_DIR)
+        return _holds_dataset(Remote(path))
     p = Path(path)
     return p.is_dir() and (p / REPORT_FILE).is_file() and (p / EVENTS_DIR).is_dir()
+
+
+def _holds_dataset(remote: Remote) -> bool:
+    return remote.is_file(REPORT_FILE) and remote.is_dir(EVENTS_DIR)

@@ -17,6 +17,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.fs as pafs
+
 from .errors import TraceError
 
 # Raw traces are ingested where they lie; a URL must name a dataset already written.
@@ -39,9 +42,6 @@ class Remote:
     """A directory behind a URL, read through the pyarrow file system the URL names."""
 
     def __init__(self, url: str):
-        import pyarrow as pa
-        import pyarrow.fs as pafs
-
         self.url = url.rstrip("/")
         try:
             self.fs, self.base = pafs.FileSystem.from_uri(self.url)
@@ -58,26 +58,18 @@ class Remote:
         return "/".join([self.url, *parts])
 
     def _info(self, *parts: str):
-        import pyarrow as pa
-
         try:
             return self.fs.get_file_info(self.path(*parts))
         except (pa.ArrowException, OSError) as e:
             raise TraceError(self.url_of(*parts), "", f"cannot read: {_reason(e)}") from None
 
     def is_file(self, *parts: str) -> bool:
-        import pyarrow.fs as pafs
-
         return self._info(*parts).type == pafs.FileType.File
 
     def is_dir(self, *parts: str) -> bool:
-        import pyarrow.fs as pafs
-
         return self._info(*parts).type == pafs.FileType.Directory
 
     def read_bytes(self, *parts: str) -> bytes:
-        import pyarrow as pa
-
         try:
             with self.fs.open_input_stream(self.path(*parts)) as f:
                 return f.read()
@@ -86,9 +78,6 @@ class Remote:
 
     def subdirs(self, *parts: str) -> list[str]:
         """Names of the directories directly below ``parts``, sorted."""
-        import pyarrow as pa
-        import pyarrow.fs as pafs
-
         try:
             infos = self.fs.get_file_info(pafs.FileSelector(self.path(*parts), allow_not_found=True))
         except (pa.ArrowException, OSError) as e:
