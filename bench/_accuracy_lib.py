@@ -49,6 +49,7 @@ import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -126,6 +127,7 @@ class Result:
     roots: list  # root-cause findings at error/warning
     reported: list  # every finding at error/warning (roots and symptoms)
     spurious: list  # roots that match no injected fault of their family
+    report: Any = None  # the whole report (tests/_golden.py compares it to the stored one)
 
     @property
     def false_positives(self) -> list:
@@ -251,7 +253,7 @@ def run_case(case: Case, workdir: str | Path | None = None, shape: dict | None =
         scored.append(Scored(tf["name"], tf["family"], tf["place"], bool(tf["latent"]), bool(hit), hit, blind=blind,
                              executed=bool(tf.get("executed", True))))
     spurious = [f for f in roots if f.id not in used]
-    return Result(case, truth["outcome"]["status"], scored, roots, reported, spurious)
+    return Result(case, truth["outcome"]["status"], scored, roots, reported, spurious, report)
 
 
 def at_place(f, place: dict, min_rounds: int = 1) -> bool:

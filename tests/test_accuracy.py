@@ -28,6 +28,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import _accuracy_lib as lib  # noqa: E402
+import _golden  # noqa: E402
 
 # (protocol, fault, seeds or None for all, routings or None for all) -> why it fails.
 KNOWN: list = []
@@ -98,6 +99,11 @@ def _params2():
     return out
 
 
+# The runs whose whole report must stay as stored (tests/_golden.py): every protocol x fault (and
+# clean) once, in both manifest modes.
+GOLDEN_CASES = frozenset(lib.cases(seeds=1, routings=("uniform",), modes=lib.MODES))
+
+
 @pytest.mark.parametrize("case", _params2())
 def test_accuracy_shape2(case: lib.Case, tmp_path):
     _check(case, lib.run_case(case, tmp_path, SHAPE2))
@@ -105,7 +111,10 @@ def test_accuracy_shape2(case: lib.Case, tmp_path):
 
 @pytest.mark.parametrize("case", _params())
 def test_accuracy(case: lib.Case, tmp_path):
-    _check(case, lib.run_case(case, tmp_path))
+    res = lib.run_case(case, tmp_path)
+    if case in GOLDEN_CASES:
+        _golden.check(f"accuracy-{case.id}", res.report)
+    _check(case, res)
 
 
 def _check(case: lib.Case, res) -> None:

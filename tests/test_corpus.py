@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import _golden
 from conftest import run_cli
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -58,6 +59,7 @@ def test_diagnosis_names_the_expected_roots(name):
     from analyzer.engine import diagnose
 
     report = diagnose(CORPUS / name)
+    _golden.check(f"corpus-{name}", report)
     got = {(f.code, f.location.rank, f.location.core) for f in report.roots if f.severity in GATING}
     problems = mismatch(_expect(name), got)
     assert not problems, f"{name}: " + "; ".join(problems)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import _golden
 from conftest import ROOT
 
 DATA = ROOT / "tests" / "data" / "oshmem"
@@ -70,10 +71,13 @@ def _where(f) -> str:
     return f"{f.code}@rank{loc.rank}/core{loc.core}/launch{loc.launch}{'' if f.is_root else '(symptom)'}"
 
 
-def _check_diagnosis(trace: Path, exp: dict) -> None:
+def _check_diagnosis(trace: Path, exp: dict, golden: str | None = None) -> None:
     from analyzer.engine import diagnose
 
-    reported = [f for f in diagnose(trace).findings if f.severity in REPORTED]
+    report = diagnose(trace)
+    if golden:
+        _golden.check(golden, report)
+    reported = [f for f in report.findings if f.severity in REPORTED]
     roots = [f for f in reported if f.is_root]
     want = exp["root"]
     if want is None:
@@ -134,7 +138,7 @@ def test_stored_real_run_is_diagnosed(scenario, tmp_path):
     _check_manifest(trace)
     if scenario == "wrap":
         assert _lost(trace, tmp_path) > 0, "the stored small rings must have wrapped"
-    _check_diagnosis(trace, exp)
+    _check_diagnosis(trace, exp, f"oshmem-{scenario}")
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
