@@ -79,7 +79,9 @@ class PutSourceReused(Rule):
         no barrier orders before the put or after its quiet is a hit,
         unless that core observed a flag (a `wait_end`, a cross-core
         WaitFlag) since its last barrier, a hand-over the trace cannot
-        order. Puts that do not name their source are not checked. One hit
+        order, or the put's own core filled that region earlier in the
+        launch (then it is that core's own staging, a UB the other cores
+        have their own of). Puts that do not name their source are not checked. One hit
         per (rank, core, launch, site) of the overwrite.
 
     Why it matters
@@ -162,6 +164,9 @@ class PutSourceReused(Rule):
         writes = np.flatnonzero((treg >= 0) & (out < 0))
         if not len(puts) or not len(writes):
             return
+        puts = puts[~_self_filled(trace, puts, lreg, writes, treg)]
+        if not len(puts):
+            return
         writes = writes[~E.flag_observed(trace)[writes]]
         rank, launch = trace["rank"].astype(np.int64), trace["launch"].astype(np.int64)
         both = np.concatenate((puts, writes))
@@ -191,3 +196,19 @@ def _running_max(bucket, values, out):
             out[i] = values[i]
         else:
             out[i] = out[i - 1]
+
+
+def _self_filled(trace, puts: np.ndarray, lreg: np.ndarray, writes: np.ndarray, treg: np.ndarray) -> np.ndarray:
+    """Per put: whether its own core wrote into the source's region earlier in the launch.
+
+    Such a buffer is the core's own staging (a UB each core fills for itself, which a trace may
+    name as one region at the same offsets on every core): another core's writes there are
+    taken for its own buffer, not a refill of this one. A put from a buffer its core never
+    filled reads what another core put there: shared, and checked across cores."""
+    ident = lambda rows, reg: [trace["rank"][rows], trace["core"][rows], trace["launch"][rows], reg]
+    both = np.concatenate((writes, puts))
+    cols = [np.concatenate((a, b)) for a, b in zip(ident(writes, treg[writes]), ident(puts, lreg[puts]))]
+    inv = group_columns([np.asarray(c, np.int64) for c in cols]).inverse
+    first = np.full(int(inv.max()) + 1, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, inv[:len(writes)], writes.astype(np.int64))
+    return first[inv[len(writes):]] < puts
