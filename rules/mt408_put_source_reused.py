@@ -132,7 +132,7 @@ class PutSourceReused(Rule):
         cover = P.cover(trace, False)
         out = P.rows_full(trace.n)
         _same_core(trace.segments, kind, treg, tlo, thi, lreg, slo, shi, sourced, cover, out)
-        self._cross_core(trace, kind, sourced, lreg, slo, shi, treg, tlo, thi, cover, out)
+        self._cross_core(trace, kind, sourced, lreg, slo, shi, treg, tlo, thi, out)
         rows = np.flatnonzero(out >= 0)
         for g in P.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
             r, p = int(g[0]), int(out[g[0]])
@@ -155,7 +155,7 @@ class PutSourceReused(Rule):
                            confidence=conf, extra={"overwrites": int(len(g))})
 
     @staticmethod
-    def _cross_core(trace, kind, sourced, lreg, slo, shi, treg, tlo, thi, cover, out):
+    def _cross_core(trace, kind, sourced, lreg, slo, shi, treg, tlo, thi, out):
         """Overwrites by another core of the put's rank that no barrier orders (fills ``out``)."""
         if int(trace.manifest.cores) < 2:
             return
@@ -164,7 +164,7 @@ class PutSourceReused(Rule):
         writes = np.flatnonzero((treg >= 0) & (out < 0))
         if not len(puts) or not len(writes):
             return
-        puts = puts[~_self_filled(trace, puts, lreg, writes, treg)]
+        puts = puts[~_self_filled(trace, puts, lreg, np.flatnonzero(treg >= 0), treg)]
         if not len(puts):
             return
         writes = writes[~E.flag_observed(trace)[writes]]
@@ -187,7 +187,6 @@ class PutSourceReused(Rule):
         out[writes[found]] = puts[hit[found]]
 
 
-
 @kernel
 def _running_max(bucket, values, out):
     # The running maximum of values within each run of equal (sorted) bucket.
@@ -205,8 +204,9 @@ def _self_filled(trace, puts: np.ndarray, lreg: np.ndarray, writes: np.ndarray, 
     name as one region at the same offsets on every core): another core's writes there are
     taken for its own buffer, not a refill of this one. A put from a buffer its core never
     filled reads what another core put there: shared, and checked across cores."""
-    ident = lambda rows, reg: [trace["rank"][rows], trace["core"][rows], trace["launch"][rows], reg]
-    both = np.concatenate((writes, puts))
+    def ident(rows, reg):
+        return [trace["rank"][rows], trace["core"][rows], trace["launch"][rows], reg]
+
     cols = [np.concatenate((a, b)) for a, b in zip(ident(writes, treg[writes]), ident(puts, lreg[puts]))]
     inv = group_columns([np.asarray(c, np.int64) for c in cols]).inverse
     first = np.full(int(inv.max()) + 1, np.iinfo(np.int64).max, np.int64)

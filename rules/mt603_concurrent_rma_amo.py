@@ -144,7 +144,10 @@ class ConcurrentRmaAmo(Rule):
         """An amo and another core's put/get to one PE and engine that no barrier orders (fills ``out``)."""
         kind, peer = trace["kind"], trace["peer"].astype(np.int64)
         onesided = (np.isin(kind, (K_AMO, K_PUT, K_GET, K_PUTSIG)) & ((transport == E_UDMA) | (transport == E_ROCE))
-                    & (peer >= 0) & (peer < int(trace.manifest.ranks)) & ~E.flag_observed(trace))
+                    & (peer >= 0) & (peer < int(trace.manifest.ranks)))
+        if not (onesided & (kind == K_AMO)).any():
+            return
+        onesided &= ~E.flag_observed(trace)
         amo = np.flatnonzero(onesided & (kind == K_AMO) & (out < 0))
         rma = np.flatnonzero(onesided & (kind != K_AMO))
         if not len(amo) or not len(rma):
