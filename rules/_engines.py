@@ -12,15 +12,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.contract import DType, Engine  # noqa: F401  (Engine: the rules name transports through E)
+from ingest.contract import DType, Engine, PipeOp  # noqa: F401  (Engine: the rules name transports through E)
 
 from . import _passes as P
+from ._jit import kernel
+
+CROSS_CORE_WAIT = int(PipeOp.CROSS_CORE_WAIT)
+NO_COVER = 2**31 - 1  # the barrier phase of an operation no quiet completes in its launch
 
 # Element types the MTE transport alone carries (the unified API aborts elsewhere).
 MTE_ONLY = (DType.INT8, DType.INT16, DType.HALF, DType.BFLOAT16)
 # MTE scalar atomics only Ascend950 has (910B / 910C, i.e. A2 / A3, do not).
 EXT_TYPES = (DType.UINT32, DType.INT64, DType.UINT64)
 PLATFORMS_WITHOUT_EXT = ("A2", "A3")
+# Bytes per element of each type: what an amo's region says of its type where the event names none
+# (the amo's offset counts elements of its region, so it works on one element of that size).
+DTYPE_BYTES = {DType.INT8: 1, DType.INT16: 2, DType.INT32: 4, DType.INT64: 8, DType.UINT32: 4,
+               DType.UINT64: 8, DType.HALF: 2, DType.BFLOAT16: 2, DType.FLOAT: 4}
 
 
 def amo_transport(trace) -> tuple[np.ndarray, np.ndarray]:
@@ -45,6 +53,29 @@ def amo_transport(trace) -> tuple[np.ndarray, np.ndarray]:
 
 def dtype_in(trace, types) -> np.ndarray:
     return np.isin(trace["dtype"], np.array([int(t) for t in types], np.int8))
+
+
+def _widths(types, every: bool) -> np.ndarray:
+    """Element sizes whose types all lie in ``types`` (every) or none of them do (not every)."""
+    sizes = sorted(set(DTYPE_BYTES.values()))
+    return np.array([w for w in sizes if all((t in types) == every for t, b in DTYPE_BYTES.items() if b == w)],
+                    np.int64)
+
+
+def undeclared_width(trace, types, every: bool = True) -> np.ndarray:
+    """Amo rows with no `dtype` whose region's element size every type of that size in ``types``
+    has (every=True: the width alone says the type is one of them), or none has (every=False:
+    the width alone rules them out)."""
+    rt = P.region_table(trace)
+    reg = trace["region"].astype(np.int64)
+    rows = (trace["kind"] == P.K_AMO) & (trace["dtype"] == P.NULL8) & (reg >= 0) & (reg < len(rt["elem_bytes"]))
+    eb = np.zeros(trace.n, np.int64)
+    eb[rows] = rt["elem_bytes"][reg[rows]]
+    return rows & np.isin(eb, _widths(set(types), every))
+
+
+def element_bytes(trace, row: int) -> int:
+    return int(P.region_table(trace)["elem_bytes"][int(trace["region"][row])])
 
 
 def aborted_at(trace) -> np.ndarray:
@@ -76,3 +107,35 @@ def hits_by_site(rule, trace, rows: np.ndarray, describe, role: str, extra=None)
 def over(trace, mapped: np.ndarray, row: int) -> str:
     return "by the manifest's transport map" if mapped[row] else "as the event names it"
 
+
+
+@kernel
+def _observed_kernel(seg, kind, pipe_op, phase, out):
+    for s in range(len(seg) - 1):
+        seen = False
+        for i in range(seg[s], seg[s + 1]):
+            if kind[i] == P.K_BEGIN or (i > seg[s] and phase[i] != phase[i - 1]):
+                seen = False
+            out[i] = seen
+            if kind[i] == P.K_WEND or (kind[i] == P.K_PIPE and pipe_op[i] == CROSS_CORE_WAIT):
+                seen = True
+
+
+def flag_observed(trace) -> np.ndarray:
+    """Per row: whether its core observed a flag (a wait_end, a cross-core WaitFlag) earlier in
+    the same launch and barrier phase. Two cores of a rank are ordered here by barriers and
+    sync_all only; such an observation may be a hand-over the phases cannot see, so a rule that
+    would call two cores' operations concurrent holds back on it."""
+    def build():
+        out = np.zeros(trace.n, np.bool_)
+        if trace.n:
+            _observed_kernel(trace.segments, trace["kind"], trace["pipe_op"], P.phases(trace)[1], out)
+        return out
+    return P.cached(trace, "flag_observed", build)
+
+
+def cover_phase(trace, rows: np.ndarray) -> np.ndarray:
+    """The barrier phase (phase_core) of the quiet that completes each of ``rows``; NO_COVER if none."""
+    phase = P.phases(trace)[1]
+    cov = P.cover(trace, False)[rows]
+    return np.where(cov >= 0, phase[np.maximum(cov, 0)], NO_COVER).astype(np.int64)

@@ -4,29 +4,30 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _engines as E
 from . import _passes as P
+from ._groups import group_columns
 from ._jit import kernel
 from .base import Confidence, Family, Rule, Severity
 
 K_BEGIN, K_PUT, K_PUTSIG, K_GET, K_WRITE = P.K_BEGIN, P.K_PUT, P.K_PUTSIG, P.K_GET, P.K_WRITE
+K_SIGNAL, K_AMO = P.K_SIGNAL, P.K_AMO
 NULL16, NULL64 = P.NULL16, P.NULL64
-_CAP = 256  # outstanding sourced puts tracked per core (the oldest make way: they are the likeliest quieted)
 
 
 @kernel
-def _scan(seg, kind, region, offset, lreg, loff, extent_src, cover, out):
+def _same_core(seg, kind, treg, tlo, thi, lreg, slo, shi, sourced, cover, out):
+    # Per core, in program order: the sourced puts still outstanding (no quiet has completed them
+    # yet); an overwrite of their source words before that quiet is a hit. The list grows as it
+    # must: a cap would drop the oldest put, and a refill of its source would go unseen.
     for s in range(len(seg) - 1):
-        rows = np.full(_CAP, -1, np.int64)
+        rows = np.empty(64, np.int64)
         n = 0
         for i in range(seg[s], seg[s + 1]):
-            k = kind[i]
-            if k == K_BEGIN:
+            if kind[i] == K_BEGIN:
                 n = 0
                 continue
-            if k == K_WRITE or k == K_GET:
-                treg = region[i] if k == K_WRITE else lreg[i]
-                tlo = offset[i] if k == K_WRITE else loff[i]
-                thi = tlo + extent_src[i]
+            if treg[i] >= 0 and n:
                 keep = 0
                 for j in range(n):
                     p = rows[j]
@@ -34,15 +35,34 @@ def _scan(seg, kind, region, offset, lreg, loff, extent_src, cover, out):
                         continue  # completed: its source is free again
                     rows[keep] = p
                     keep += 1
-                    if out[i] < 0 and lreg[p] == treg and loff[p] < thi and tlo < loff[p] + extent_src[p]:
+                    if out[i] < 0 and lreg[p] == treg[i] and slo[p] < thi[i] and tlo[i] < shi[p]:
                         out[i] = p
                 n = keep
-            if (k == K_PUT or k == K_PUTSIG) and lreg[i] != NULL16 and loff[i] != NULL64:
-                if n == _CAP:
-                    rows[:n - 1] = rows[1:n]
-                    n -= 1
+            if sourced[i]:
+                if n == len(rows):
+                    bigger = np.empty(2 * n, np.int64)
+                    bigger[:n] = rows
+                    rows = bigger
                 rows[n] = i
                 n += 1
+
+
+@kernel
+def _cross_core(pb, plo, phi, pmax, pcore, pph, pcov, wb, wlo, whi, wcore, wph, out_p):
+    # Puts sorted by (bucket, source start), pmax the running maximum of their source ends per
+    # bucket; overwrites sorted by (bucket, start). A put pairs with an overwrite of another
+    # core of its rank when their words meet and no barrier orders the overwrite before the put
+    # or after the put's quiet: the overwrite's phase lies in [put phase, quiet phase].
+    lo = 0
+    for w in range(len(wb)):
+        while lo < len(pb) and (pb[lo] < wb[w] or (pb[lo] == wb[w] and pmax[lo] <= wlo[w])):
+            lo += 1
+        j = lo
+        while j < len(pb) and pb[j] == wb[w] and plo[j] < whi[w]:
+            if phi[j] > wlo[w] and pcore[j] != wcore[w] and pph[j] <= wph[w] and wph[w] <= pcov[j]:
+                out_p[w] = j
+                break
+            j += 1
 
 
 class PutSourceReused(Rule):
@@ -50,25 +70,37 @@ class PutSourceReused(Rule):
 
     What it does
         For every `put` that names its source (`local_region`,
-        `local_offset`), a later `write` or `get` of its core into the
-        source's words, in the same launch, before the first quiet that
-        completes the put (its engine, its peer or all; the kernel's end
-        for MTE), is a hit. Puts that do not name their source are not
-        checked. One hit per (rank, core, launch, site) of the overwrite.
+        `local_offset`), looks for a write into the source's words on its
+        rank, in the same launch, before the first quiet that completes the
+        put (its engine, its peer or all; the kernel's end for MTE): a
+        `write`, a `get` landing there, or a put, signal or amo its rank
+        sends to itself. On the put's own core, program order decides; on
+        another core of the rank, barriers and `sync_all` do: an overwrite
+        no barrier orders before the put or after its quiet is a hit,
+        unless that core observed a flag (a `wait_end`, a cross-core
+        WaitFlag) since its last barrier, a hand-over the trace cannot
+        order, or the put's own core filled that region earlier in the
+        launch (then it is that core's own staging, a UB the other cores
+        have their own of). Puts that do not name their source are not checked. One hit
+        per (rank, core, launch, site) of the overwrite.
 
     Why it matters
         A non-blocking put returns before its engine has read the source:
-        the UDMA contract is a quiet before reusing it. Refilling the
-        buffer early (the next tile into the same UB slot, the next token
-        into the same staging row) sends the new data, or a mix, to the peer,
-        and nothing reports it.
+        the UDMA contract is `aclshmemx_udma_quiet(pe)` before reusing it
+        (`aclshmem_quiet` completes no UDMA work). Refilling the buffer
+        early (the next tile into the same UB slot, the next token into the
+        same staging row, a sibling core's refill) sends the new data, or a
+        mix, to the peer, and nothing reports it.
 
     Example
         put udma peer=1 payload[0] from stage[0] (32 B); write stage[0] = next tile; quiet udma
         -- quiet udma (peer 1) before refilling stage[0].
 
     Evidence
-        The overwrite (first) and the put whose source it reuses.
+        The overwrite (first) and the put whose source it reuses. Needs the
+        put's optional `local_region` and `local_offset`; the rest (`kind`,
+        `engine`, `peer`, `region`, `offset`, `nbytes`, the quiets and
+        barriers) is required. Certain where it fires.
     """
 
     code = "MT408"
@@ -78,31 +110,105 @@ class PutSourceReused(Rule):
     summary = "A put's local source overwritten before the quiet that completes the put"
 
     def check(self, trace, ctx):
-        if trace.n == 0 or not ((trace["kind"] == K_PUT) & (trace["local_region"] != NULL16)).any():
-            return
         kind = trace["kind"]
+        if trace.n == 0 or not ((kind == K_PUT) & (trace["local_region"] != NULL16)).any():
+            return
         rt = P.region_table(trace)
-        # Elements at the source / destination: bytes over the local region's element size.
-        treg = np.where(kind == K_WRITE, trace["region"], trace["local_region"]).astype(np.int64)
-        ok = (treg >= 0) & (treg < len(rt["elem_bytes"]))
+        nreg = len(rt["elem_bytes"])
+        lreg = trace["local_region"].astype(np.int64)
+        sourced = (kind == K_PUT) & (lreg >= 0) & (lreg < nreg) & (trace["local_offset"] != NULL64)
+        # The source's words: bytes over the local region's element size.
         eb = np.ones(trace.n, np.int64)
-        eb[ok] = rt["elem_bytes"][treg[ok]]
+        eb[sourced] = rt["elem_bytes"][lreg[sourced]]
         nb = trace["nbytes"].astype(np.int64)
-        ext = np.where(nb == NULL64, 1, np.maximum((np.maximum(nb, 0) + eb - 1) // eb, 1))
+        slo = trace["local_offset"].astype(np.int64)
+        shi = slo + np.where(nb == NULL64, 1, np.maximum((np.maximum(nb, 0) + eb - 1) // eb, 1))
+        # What each row writes on its own rank: a write, a get's destination, a one-sided op to itself.
+        selfward = np.isin(kind, (K_PUT, K_PUTSIG, K_SIGNAL, K_AMO)) & (trace["peer"] == trace["rank"])
+        over = (kind == K_WRITE) | (kind == K_GET) | selfward
+        treg = np.where(over, P.target_region(trace).astype(np.int64), -1)
+        tlo = np.where(kind == K_GET, trace["local_offset"], trace["offset"]).astype(np.int64)
+        thi = tlo + P.extent(trace)
+        cover = P.cover(trace, False)
         out = P.rows_full(trace.n)
-        _scan(trace.segments, kind, trace["region"], trace["offset"], trace["local_region"], trace["local_offset"],
-              ext, P.cover(trace, False), out)
+        _same_core(trace.segments, kind, treg, tlo, thi, lreg, slo, shi, sourced, cover, out)
+        self._cross_core(trace, kind, sourced, lreg, slo, shi, treg, tlo, thi, out)
         rows = np.flatnonzero(out >= 0)
         for g in P.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
             r, p = int(g[0]), int(out[g[0]])
             d, dp = trace.describe(r), trace.describe(p)
-            where = d.get("region") if d["kind"] == "write" else d.get("local_region")
-            at = d.get("offset") if d["kind"] == "write" else d.get("local_offset")
+            where = d.get("local_region") if d["kind"] == "get" else d.get("region")
+            at = d.get("local_offset") if d["kind"] == "get" else d.get("offset")
             more = f"; {len(g)} such overwrites from this site" if len(g) > 1 else ""
+            if dp["core"] == d["core"]:
+                why = "before any quiet completes it"
+            else:
+                why = (f"(core {dp['core']}'s put) with no barrier ordering it after the put's quiet, nor "
+                       "before the put")
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} into {where}[{at}] at seq "
                    f"{d['seq']} overwrites the source of the {dp['engine']} put to rank {dp['peer']} "
-                   f"{dp['region']}[{dp['offset']}] at seq {dp['seq']} before any quiet completes it: the peer may "
-                   f"receive the new contents{more}")
-            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+                   f"{dp['region']}[{dp['offset']}] at seq {dp['seq']} {why}: the peer may receive the new "
+                   f"contents{more}")
+            cores = sorted({(d["rank"], d["core"]), (dp["rank"], dp["core"])})
+            conf = P.confidence_for(trace, cores=cores) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("overwrite", r), ("put", p)), key=(d["rank"], d["core"], d["seq"]),
                            confidence=conf, extra={"overwrites": int(len(g))})
+
+    @staticmethod
+    def _cross_core(trace, kind, sourced, lreg, slo, shi, treg, tlo, thi, out):
+        """Overwrites by another core of the put's rank that no barrier orders (fills ``out``)."""
+        if int(trace.manifest.cores) < 2:
+            return
+        _, phase = P.phases(trace)
+        puts = np.flatnonzero(sourced)
+        writes = np.flatnonzero((treg >= 0) & (out < 0))
+        if not len(puts) or not len(writes):
+            return
+        puts = puts[~_self_filled(trace, puts, lreg, np.flatnonzero(treg >= 0), treg)]
+        if not len(puts):
+            return
+        writes = writes[~E.flag_observed(trace)[writes]]
+        rank, launch = trace["rank"].astype(np.int64), trace["launch"].astype(np.int64)
+        both = np.concatenate((puts, writes))
+        reg = np.concatenate((lreg[puts], treg[writes]))
+        bucket = group_columns([rank[both], launch[both], reg]).inverse
+        pb, wb = bucket[:len(puts)], bucket[len(puts):]
+        po = np.lexsort((slo[puts], pb))
+        wo = np.lexsort((tlo[writes], wb))
+        puts, pb, writes, wb = puts[po], pb[po], writes[wo], wb[wo]
+        pmax = np.empty(len(puts), np.int64)
+        _running_max(pb.astype(np.int64), shi[puts], pmax)
+        pcov = E.cover_phase(trace, puts)
+        hit = np.full(len(writes), -1, np.int64)
+        _cross_core(pb.astype(np.int64), slo[puts], shi[puts], pmax, trace["core"][puts].astype(np.int64),
+                    phase[puts].astype(np.int64), pcov, wb.astype(np.int64), tlo[writes], thi[writes],
+                    trace["core"][writes].astype(np.int64), phase[writes].astype(np.int64), hit)
+        found = hit >= 0
+        out[writes[found]] = puts[hit[found]]
+
+
+@kernel
+def _running_max(bucket, values, out):
+    # The running maximum of values within each run of equal (sorted) bucket.
+    for i in range(len(values)):
+        if i == 0 or bucket[i] != bucket[i - 1] or values[i] > out[i - 1]:
+            out[i] = values[i]
+        else:
+            out[i] = out[i - 1]
+
+
+def _self_filled(trace, puts: np.ndarray, lreg: np.ndarray, writes: np.ndarray, treg: np.ndarray) -> np.ndarray:
+    """Per put: whether its own core wrote into the source's region earlier in the launch.
+
+    Such a buffer is the core's own staging (a UB each core fills for itself, which a trace may
+    name as one region at the same offsets on every core): another core's writes there are
+    taken for its own buffer, not a refill of this one. A put from a buffer its core never
+    filled reads what another core put there: shared, and checked across cores."""
+    def ident(rows, reg):
+        return [trace["rank"][rows], trace["core"][rows], trace["launch"][rows], reg]
+
+    cols = [np.concatenate((a, b)) for a, b in zip(ident(writes, treg[writes]), ident(puts, lreg[puts]))]
+    inv = group_columns([np.asarray(c, np.int64) for c in cols]).inverse
+    first = np.full(int(inv.max()) + 1, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, inv[:len(writes)], writes.astype(np.int64))
+    return first[inv[len(writes):]] < puts

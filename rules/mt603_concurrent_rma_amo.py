@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _engines as E
 from . import _passes as P
+from ._groups import group_columns
 from ._jit import kernel
 from .base import Confidence, Family, Rule, Severity
 
@@ -50,6 +51,25 @@ def _scan(seg, kind, engine, peer, nranks, out):
                         rma[e, p] = i
 
 
+@kernel
+def _prefix_best(bucket, core, cov, b1, c1, r1, b2, r2):
+    # RMAs sorted by (bucket, issue phase). Per prefix of a bucket: the latest quiet phase (b1),
+    # its core (c1) and index (r1), and the latest among the other cores (b2, r2; -1 if none).
+    for i in range(len(bucket)):
+        if i == 0 or bucket[i] != bucket[i - 1]:
+            b1[i], c1[i], r1[i], b2[i], r2[i] = cov[i], core[i], i, -1, -1
+            continue
+        b1[i], c1[i], r1[i], b2[i], r2[i] = b1[i - 1], c1[i - 1], r1[i - 1], b2[i - 1], r2[i - 1]
+        if core[i] == c1[i]:
+            if cov[i] > b1[i]:
+                b1[i], r1[i] = cov[i], i
+        elif cov[i] > b1[i]:
+            b2[i], r2[i] = b1[i], r1[i]
+            b1[i], c1[i], r1[i] = cov[i], core[i], i
+        elif cov[i] > b2[i]:
+            b2[i], r2[i] = cov[i], i
+
+
 class ConcurrentRmaAmo(Rule):
     """An atomic and a put or get to the same PE in flight together on UDMA or RoCE.
 
@@ -58,10 +78,16 @@ class ConcurrentRmaAmo(Rule):
         issued on the UDMA or RoCE engine to each peer until a quiet of that
         engine (or all; one naming a peer covers that peer). An amo issued
         while a put/get to the same peer on the same engine is outstanding
-        is a hit, and so is a put/get issued while an amo is. An amo's
-        engine is its transport (the manifest's map, else the event's). A
-        fence does not separate them: it orders delivery, it completes
-        nothing. One hit per (rank, core, launch, site).
+        is a hit, and so is a put/get issued while an amo is. The rank's
+        cores share one queue per PE (SHMEM's UDMA table is per PE, not per
+        core), so an amo of one core and a put/get of another to the same
+        peer and engine are a hit too when no barrier or `sync_all` orders
+        one's quiet before the other's issue, unless either core observed a
+        flag (a `wait_end`, a cross-core WaitFlag) since its last barrier, a
+        hand-over the trace cannot order. An amo's engine is its transport
+        (the manifest's map, else the event's). A fence does not separate
+        them: it orders delivery, it completes nothing. One hit per (rank,
+        core, launch, site).
 
     Why it matters
         The UDMA and RoCE engines do not support concurrent RMA and AMO to
@@ -74,7 +100,11 @@ class ConcurrentRmaAmo(Rule):
         -- quiet udma peer=1 after the put, before the amo.
 
     Evidence
-        The later operation (first) and the outstanding one it overlaps.
+        The later operation (first) and the outstanding one it overlaps;
+        across cores, the amo (first) and the other core's put/get. Needs
+        only required fields (`engine`, `peer`, the quiets and barriers);
+        the manifest's optional `transport` map, where given, overrides an
+        amo's `engine`. Certain where it fires.
     """
 
     code = "MT603"
@@ -89,16 +119,59 @@ class ConcurrentRmaAmo(Rule):
         transport, _ = E.amo_transport(trace)
         out = P.rows_full(trace.n)
         _scan(trace.segments, trace["kind"], transport.astype(np.int8), trace["peer"], int(trace.manifest.ranks), out)
+        if int(trace.manifest.cores) > 1:
+            self._across_cores(trace, transport, out)
         rows = np.flatnonzero(out >= 0)
         for g in P.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
             r, o = int(g[0]), int(out[g[0]])
             d, do = trace.describe(r), trace.describe(o)
             eng = E.Engine(int(transport[r])).wire
+            other = "" if do["core"] == d["core"] else f"core {do['core']}'s "
+            between = (f"no {eng} quiet between" if not other else
+                       f"no barrier orders its {eng} quiet before this, nor this before it")
             more = f"; {len(g)} such operations from this site" if len(g) > 1 else ""
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} to rank {d['peer']} "
-                   f"{d['region']}[{d['offset']}] at seq {d['seq']} on {eng} while the {do['kind']} to the same PE "
-                   f"at seq {do['seq']} is still outstanding (no {eng} quiet between): {eng} does not support "
+                   f"{d['region']}[{d['offset']}] at seq {d['seq']} on {eng} while {other or 'the '}{do['kind']} to the same "
+                   f"PE at seq {do['seq']} is still outstanding ({between}): {eng} does not support "
                    f"concurrent RMA and AMO to one PE{more}")
-            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+            cores = sorted({(d["rank"], d["core"]), (do["rank"], do["core"])})
+            conf = P.confidence_for(trace, cores=cores) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("issued", r), ("outstanding", o)), key=(d["rank"], d["core"], d["seq"]),
                            confidence=conf, extra={"operations": int(len(g))})
+
+    @staticmethod
+    def _across_cores(trace, transport, out):
+        """An amo and another core's put/get to one PE and engine that no barrier orders (fills ``out``)."""
+        kind, peer = trace["kind"], trace["peer"].astype(np.int64)
+        onesided = (np.isin(kind, (K_AMO, K_PUT, K_GET, K_PUTSIG)) & ((transport == E_UDMA) | (transport == E_ROCE))
+                    & (peer >= 0) & (peer < int(trace.manifest.ranks)))
+        if not (onesided & (kind == K_AMO)).any():
+            return
+        onesided &= ~E.flag_observed(trace)
+        amo = np.flatnonzero(onesided & (kind == K_AMO) & (out < 0))
+        rma = np.flatnonzero(onesided & (kind != K_AMO))
+        if not len(amo) or not len(rma):
+            return
+        phase = P.phases(trace)[1].astype(np.int64)
+        both = np.concatenate((amo, rma))
+        ident = [trace["rank"][both], trace["launch"][both], transport[both], peer[both]]
+        bucket = group_columns([np.asarray(c, np.int64) for c in ident]).inverse.astype(np.int64)
+        ab, rb = bucket[:len(amo)], bucket[len(amo):]
+        order = np.lexsort((phase[rma], rb))
+        rma, rb = rma[order], rb[order]
+        rcov = E.cover_phase(trace, rma)
+        n = len(rma)
+        b1, c1, r1, b2, r2 = (np.empty(n, np.int64) for _ in range(5))
+        _prefix_best(rb, trace["core"][rma].astype(np.int64), rcov, b1, c1, r1, b2, r2)
+        # The RMAs of the amo's bucket issued no later (in phases) than the amo's quiet: a prefix.
+        span = max(int(phase.max()) + 2, 2)
+        acov = np.minimum(E.cover_phase(trace, amo), span - 1)
+        k = np.searchsorted(rb * span + phase[rma], ab * span + acov, side="right") - 1
+        ok = k >= 0
+        ok[ok] = rb[k[ok]] == ab[ok]
+        kk = np.where(ok, k, 0)
+        own = c1[kk] == trace["core"][amo]
+        best = np.where(own, b2[kk], b1[kk])
+        row = np.where(own, r2[kk], r1[kk])
+        hit = ok & (row >= 0) & (best >= phase[amo])
+        out[amo[hit]] = rma[row[hit]]

@@ -22,7 +22,8 @@ class FloatAtomicOverRoce(Rule):
         but the core's trace ends at a RoCE amo, inside the kernel, the
         amo is flagged as inferred: that is where the unified API's abort
         of an unsupported type leaves a core (half, bfloat16, int8 and
-        int16 abort on RoCE too). One hit per (rank, core, launch, site).
+        int16 abort on RoCE too, but an amo on 1- or 2-byte elements is
+        one of those, MT703's). One hit per (rank, core, launch, site).
 
     Why it matters
         RoCE atomics take int32, uint32, int64 and uint64 only. The unified
@@ -37,6 +38,11 @@ class FloatAtomicOverRoce(Rule):
 
     Evidence
         The amo (first); with several from one site, the last of them.
+        Optional fields: the amo's `dtype` (float) makes it certain. Without
+        it the required fields cannot tell a float from an int32 or uint32
+        (all 4 bytes, and RoCE takes the two integers), so only a core whose
+        trace ends at the RoCE amo is flagged, inferred. The manifest's
+        `transport` map, where given, overrides the event's `engine`.
     """
 
     code = "MT701"
@@ -51,7 +57,8 @@ class FloatAtomicOverRoce(Rule):
         transport, mapped = E.amo_transport(trace)
         roce = (trace["kind"] == P.K_AMO) & (transport == P.E_ROCE)
         certain = roce & (trace["dtype"] == int(DType.FLOAT))
-        unknown = roce & (trace["dtype"] == P.NULL8) & E.aborted_at(trace)
+        # An undeclared type on 1- or 2-byte elements is an MTE-only one: MT703's, not a float.
+        unknown = roce & (trace["dtype"] == P.NULL8) & E.aborted_at(trace) & ~E.undeclared_width(trace, E.MTE_ONLY)
         rows = np.flatnonzero(certain | unknown)
 
         def describe(r, d):

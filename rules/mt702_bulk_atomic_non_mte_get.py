@@ -31,6 +31,8 @@ class BulkAtomicNonMteGet(Rule):
 
     Evidence
         The get (first); with several from one site, the last of them.
+        Needs no optional field: the get's `engine` and the core's
+        `atomic_mode` events are required. Certain where it fires.
     """
 
     code = "MT702"

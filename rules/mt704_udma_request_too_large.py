@@ -33,6 +33,8 @@ class UdmaRequestTooLarge(Rule):
 
     Evidence
         The oversized request (first); with several from one site, the last.
+        Needs no optional field: `engine` and `nbytes` are required.
+        Certain where it fires.
     """
 
     code = "MT704"

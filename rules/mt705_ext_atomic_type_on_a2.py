@@ -15,12 +15,15 @@ class ExtAtomicTypeOnA2(Rule):
     What it does
         Where the manifest names the platform `A2` or `A3` (910B / 910C),
         flags every `amo` over MTE (the manifest's transport map, else the
-        event's engine) whose `dtype` is uint32, int64 or uint64. Where the
-        manifest names no platform, or the event no `dtype`, an MTE amo is
-        flagged as inferred when the core's trace ends there inside the
-        kernel (and its dtype, if recorded, is one of the three): MTE takes
-        every other atomic type on every platform, so an abort right at an
-        MTE atomic is this one. A manifest naming Ascend950 (or a platform
+        event's engine) whose `dtype` is uint32, int64 or uint64, and, as
+        inferred, every MTE amo with no `dtype` on a region of 8-byte
+        elements (int64 or uint64, whatever its name). Where the manifest
+        names no platform, or the event no `dtype` on 4-byte elements, an
+        MTE amo is flagged as inferred when the core's trace ends there
+        inside the kernel (and its dtype, if recorded, is one of the three;
+        1- or 2-byte elements rule all three out): MTE takes every other
+        atomic type on every platform, so an abort right at an MTE atomic
+        is this one. A manifest naming Ascend950 (or a platform
         the rule does not know) silences it. One hit per (rank, core,
         launch, site).
 
@@ -37,6 +40,10 @@ class ExtAtomicTypeOnA2(Rule):
 
     Evidence
         The amo (first); with several from one site, the last of them.
+        Needs the manifest's optional `platform` for a certain finding (and
+        the amo's `dtype`); with the platform but no `dtype`, the region's
+        `elem_bytes` decides 8-byte elements (inferred); with no platform,
+        only a core whose trace ends at the MTE amo is flagged (inferred).
     """
 
     code = "MT705"
@@ -53,8 +60,11 @@ class ExtAtomicTypeOnA2(Rule):
         mte = (trace["kind"] == P.K_AMO) & (transport == P.E_MTE)
         ext = E.dtype_in(trace, E.EXT_TYPES)
         certain = mte & ext if platform is not None else np.zeros(trace.n, bool)
-        unknown = mte & ~certain & (ext | (trace["dtype"] == P.NULL8)) & E.aborted_at(trace)
-        rows = np.flatnonzero(certain | unknown)
+        # No dtype: 8-byte elements are int64 or uint64 (both Ascend950-only); 1- or 2-byte ones none of the three.
+        by_width = mte & E.undeclared_width(trace, E.EXT_TYPES) if platform is not None else np.zeros(trace.n, bool)
+        unknown = (mte & ~certain & ~by_width & (ext | (trace["dtype"] == P.NULL8)) & E.aborted_at(trace)
+                   & ~E.undeclared_width(trace, E.EXT_TYPES, every=False))
+        rows = np.flatnonzero(certain | by_width | unknown)
 
         def describe(r, d):
             where = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: mte amo {d['op']} to rank "
@@ -62,6 +72,10 @@ class ExtAtomicTypeOnA2(Rule):
             if certain[r]:
                 return (where + f" with dtype {d['dtype']} on platform {platform}: the uint32/int64/uint64 MTE "
                         "atomics exist on Ascend950 only", Confidence.CERTAIN)
+            if by_width[r]:
+                return (where + f" with no dtype recorded, on a region of 8-byte elements (int64 or uint64, "
+                        f"inferred from its elem_bytes) on platform {platform}: the 64-bit MTE atomics exist on "
+                        "Ascend950 only", Confidence.INFERRED)
             what = "no dtype recorded" if d.get("dtype") is None else f"dtype {d['dtype']}"
             on = "no platform named" if platform is None else f"platform {platform}"
             return (where + f" with {what} and {on}, and the core's trace ends there inside the kernel: MTE "
