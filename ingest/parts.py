@@ -44,8 +44,8 @@ def local_file(real_root: str, path, shown=None) -> str:
 def check_parts(parts: dict[int, tuple[str, object]], fs) -> dict[int, int]:
     """Rows of each part ``{rank: (path, shown)}``, every footer checked (``check_part``).
 
-    Footers are read by a few threads: on an object store each is a round trip, and pyarrow parses
-    without the GIL. The first bad part in rank order is the one reported.
+    Footers are read by a few threads: on an object store each is a round trip. The first bad part
+    in rank order is the one reported, whichever thread found it first.
     """
     ranks = sorted(parts)
     if len(ranks) <= 1:
