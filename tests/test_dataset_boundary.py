@@ -223,3 +223,16 @@ def test_a_window_task_checks_the_dataset_itself(ds, tmp_path):
     for where in (str(d), d.resolve().as_uri()):
         with pytest.raises(moetrace.TraceError, match="outside the dataset"):
             _window_job(where, window, Config(), codes)
+
+
+@pytest.mark.parametrize("what", ["fifo", "directory"])
+def test_a_part_that_is_not_a_regular_file_is_refused(ds, tmp_path, what):
+    """A FIFO would block a reader forever (a tar can carry one); a directory is no parquet file."""
+    d = tmp_path / "ds"
+    shutil.copytree(ds, d)
+    (d / PART0).unlink()
+    os.mkfifo(d / PART0) if what == "fifo" else (d / PART0).mkdir()
+    for name, args in _commands(d, tmp_path).items():
+        _refused(run_cli(*args), PART0, "not a regular file")
+    with pytest.raises(moetrace.TraceError, match="not a regular file"):
+        moetrace.open(d)
