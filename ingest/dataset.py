@@ -22,6 +22,7 @@ it into place at the end, so an interrupted or failed ingest leaves nothing behi
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -32,12 +33,14 @@ import pyarrow.parquet as pq
 
 from .contract import COLUMN, COLUMNS, DATASET_FORMAT
 from .errors import TraceError
-from .location import Remote, is_url
+from .location import Remote, inside, is_url, reason
 from .manifest import Manifest
+from .parts import check_parts, local_file
 
 EVENTS_DIR = "events"
 REPORT_FILE = "ingest.json"
 MANIFEST_FILE = "manifest.json"
+PART_FILE = "part-0.parquet"  # each rank's one file below events/rank=R/
 # Events per block (all ranks): small enough that a window of a few blocks is a
 # modest fraction of a 100 M event trace, large enough to keep row groups big.
 BLOCK_EVENTS = 1 << 20
@@ -136,7 +139,12 @@ class IngestReport:
 
 
 class Dataset:
-    """A dataset opened read-only: a local directory, or a URL (``ingest.location``)."""
+    """A dataset opened read-only: a local directory, or a URL (``ingest.location``).
+
+    Opening checks every file a reader will take (``ingest.parts``): each lies inside the
+    dataset's real path, and each part file's footer is of the contract's schema.
+    ``files`` holds the resolved paths: the only ones ever handed to a reader.
+    """
 
     def __init__(self, root: str | Path):
         self.remote = Remote(root) if is_url(root) else None
@@ -144,30 +152,43 @@ class Dataset:
         self.fs = self.remote.fs if self.remote else None  # None: the local file system, by path
         if not (_holds_dataset(self.remote) if self.remote else is_dataset(self.root)):  # one URL resolve
             raise TraceError(self.root, "", "not a moetrace dataset (no ingest.json / events/)")
-        self.manifest = (Manifest.from_bytes(self.remote.read_bytes(MANIFEST_FILE), self.remote.url_of(MANIFEST_FILE))
-                         if self.remote else Manifest.load(self.root / MANIFEST_FILE))
+        real = None if self.remote else os.path.realpath(self.root)
+        if self.remote:
+            self.manifest = Manifest.from_bytes(self.remote.read_bytes(MANIFEST_FILE), self.remote.url_of(MANIFEST_FILE))
+        else:
+            self.manifest = Manifest.load(local_file(real, self.root / MANIFEST_FILE))
         report = self.remote.url_of(REPORT_FILE) if self.remote else self.root / REPORT_FILE
         try:
-            text = self.remote.read_bytes(REPORT_FILE) if self.remote else report.read_text()
+            text = self.remote.read_bytes(REPORT_FILE) if self.remote else Path(local_file(real, report)).read_text()
             self.report = IngestReport.from_json(json.loads(text))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # any damage, not only bad JSON
             raise TraceError(report, "", f"unreadable ingest report: {e!r}") from None
-        # rank -> its parquet file: a Path, or a path in ``self.fs`` for a URL.
+        # rank -> its parquet file, resolved: a path, or a path in ``self.fs`` for a URL.
         self.files: dict[int, Path | str] = {}
-        parts = (self.remote.subdirs(EVENTS_DIR) if self.remote
-                 else [d.name for d in (self.root / EVENTS_DIR).glob("rank=*")])
+        shown: dict[int, Path | str] = {}  # the same file as the user names it, for messages
+        if self.remote:
+            parts = self.remote.subdirs(EVENTS_DIR)
+        else:
+            events = inside(real, self.root / EVENTS_DIR)  # listed only once it is known to be ours
+            parts = [d.name for d in Path(events).iterdir() if d.name.startswith("rank=")]
         for name in sorted(d for d in parts if d.startswith("rank=")):
             where = self.remote.url_of(EVENTS_DIR, name) if self.remote else self.root / EVENTS_DIR / name
             try:
                 r = int(name.split("=", 1)[1])
             except ValueError:
                 raise TraceError(where, "", "bad partition directory name") from None
-            self.files[r] = (self.remote.path(EVENTS_DIR, name, "part-0.parquet") if self.remote
-                             else self.root / EVENTS_DIR / name / "part-0.parquet")
+            if self.remote:
+                self.files[r] = self.remote.path(EVENTS_DIR, name, PART_FILE)
+                shown[r] = self.remote.url_of(EVENTS_DIR, name, PART_FILE)
+            else:
+                shown[r] = self.root / EVENTS_DIR / name / PART_FILE
+                self.files[r] = Path(local_file(real, shown[r]))
         self.ranks = sorted(self.files)
+        # Every footer now, checked: a damaged or foreign part is refused before any reader starts.
+        self._rows = check_parts({r: (str(p), shown[r]) for r, p in self.files.items()}, self.fs)
 
     def num_rows(self) -> int:
-        return sum(self._open(rank).metadata.num_rows for rank in self.files)
+        return sum(self._rows.values())
 
     def table(self, columns: Sequence[str] | None = None, ranks: Iterable[int] | None = None) -> pa.Table:
         """Events as one arrow table, ranks ascending, each in (core, seq) order."""
@@ -180,7 +201,7 @@ class Dataset:
             try:
                 parts.append(pq.read_table(p, columns=cols, partitioning=None, filesystem=self.fs))
             except (OSError, pa.ArrowException) as e:
-                raise TraceError(p, "", f"unreadable parquet: {e}") from None
+                raise TraceError(p, "", f"unreadable parquet: {reason(e)}") from None
         if not parts:
             return pa.Table.from_arrays([pa.array([], COLUMN[c].type) for c in cols], names=cols)
         return pa.concat_tables(parts)
@@ -213,7 +234,7 @@ class Dataset:
                 # One call per file: per-group calls cost ~1 ms each, and blocked files have hundreds.
                 t = f.read_row_groups(groups, columns=cols)
             except (OSError, pa.ArrowException, KeyError) as e:
-                raise TraceError(p, "", f"unreadable parquet: {e}") from None
+                raise TraceError(p, "", f"unreadable parquet: {reason(e)}") from None
             if mask is not None:
                 t = t.filter(pa.array(mask))
             end = pos + t.num_rows
@@ -257,7 +278,7 @@ class Dataset:
             try:
                 files[rank] = pq.ParquetFile(p, filesystem=self.fs)
             except (OSError, pa.ArrowException) as e:
-                raise TraceError(p, "", f"unreadable parquet: {e}") from None
+                raise TraceError(p, "", f"unreadable parquet: {reason(e)}") from None
         return files[rank]
 
     def _plan_file(self, rank: int, window: tuple[int, int] | None):
@@ -280,7 +301,10 @@ class Dataset:
                     masks.append(meta.num_rows)  # whole: a count stands for an all-true mask
                     rows += meta.num_rows
                     continue
-            launch = to_numpy(f.read_row_group(g, columns=["launch"]).column(0), "launch")
+            try:
+                launch = to_numpy(f.read_row_group(g, columns=["launch"]).column(0), "launch")
+            except (OSError, pa.ArrowException) as e:
+                raise TraceError(p, f"row group {g}", f"unreadable parquet: {reason(e)}") from None
             groups.append(g)
             masks.append((launch >= lo) & (launch <= hi))
             rows += int(masks[-1].sum())

@@ -15,6 +15,7 @@ trace's own), else the ingest stops before it reads any event.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -25,6 +26,7 @@ import pyarrow as pa
 from .dataset import MANIFEST_FILE, Dataset, is_dataset
 from .errors import TraceError
 from .manifest import Manifest
+from .parts import local_file
 
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.zstd")
 RING_SUFFIXES = (".mtr",)
@@ -86,8 +88,8 @@ def _kind_of_file(p: Path) -> str | None:
 def _sources_of(arg: Path) -> list[Source]:
     if not arg.exists():
         raise TraceError(arg, "", "no such file or directory")
-    if is_dataset(arg):
-        return [Source(arg, "dataset", arg / MANIFEST_FILE)]
+    if is_dataset(arg):  # its manifest is read only from inside it, as ``Dataset`` reads every file
+        return [Source(arg, "dataset", Path(local_file(os.path.realpath(arg), arg / MANIFEST_FILE)))]
     if arg.is_dir():
         manifest = arg / MANIFEST_FILE
         if not manifest.is_file():

@@ -19,19 +19,23 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from ingest.errors import TraceError  # the one error type for bad input, CLI and API alike (tiny import)
+
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
     from analyzer.engine import Report as EngineReport
     from analyzer.finding import Finding
 
-__all__ = ["open", "Trace", "Diagnosis"]
+__all__ = ["open", "Trace", "Diagnosis", "TraceError"]
 
 def open(path: str | Path | Sequence[str | Path], config: str | Path | None = None) -> "Trace":  # noqa: A001
     """Open a dataset directory, or raw traces (JSONL directories, .mtr dumps) ingested on the fly.
 
     ``config``: a moetrace.toml / pyproject.toml for ``diagnose`` (default: found from the input
-    upward, as the command line does).  Raises ``ingest.errors.TraceError`` on bad input.
+    upward, as the command line does).  Raises ``moetrace.TraceError`` (``ingest.errors.TraceError``)
+    on any bad input: a missing or damaged dataset, a part file of the wrong schema, a link out of the
+    dataset, raw traces that do not ingest.
     """
     return Trace(path, config)
 

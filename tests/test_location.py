@@ -78,3 +78,25 @@ def test_a_bad_url_is_one_line_exit_2(cli, url, says):
 def test_raw_traces_by_url_are_refused(tmp_path):
     with pytest.raises(TraceError, match="must name a moetrace dataset"):
         diagnose([(tmp_path / "a").as_uri(), (tmp_path / "b").as_uri()], Config())
+
+
+def test_inside_is_the_dataset_not_a_sibling_sharing_its_name(tmp_path):
+    """``ds-old/x`` is not inside ``ds`` though its path starts with it; a link to a file of the dataset,
+    and one through a link to the dataset itself, are inside."""
+    from ingest.location import inside
+
+    ds, sib = tmp_path / "ds", tmp_path / "ds-old"
+    ds.mkdir()
+    sib.mkdir()
+    (ds / "a").write_text("a")
+    (sib / "x").write_text("x")
+    (tmp_path / "alias").symlink_to(ds)
+    real = str(ds.resolve())
+    (ds / "to-sibling").symlink_to(sib / "x")
+    (ds / "to-own").symlink_to(tmp_path / "alias" / "a")
+    with pytest.raises(TraceError, match="outside the dataset"):
+        inside(real, ds / "to-sibling")
+    with pytest.raises(TraceError, match="outside the dataset"):
+        inside(real, ds / ".." / "ds-old" / "x")
+    assert inside(real, ds / "to-own") == str(ds / "a")
+    assert inside(real, tmp_path / "alias" / "a") == str(ds / "a")

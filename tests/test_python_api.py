@@ -13,7 +13,6 @@ import pytest
 
 import moetrace
 from _diag_helpers import write_trace as write_scenario
-from ingest.errors import TraceError
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "python-api.md"
 
@@ -101,11 +100,11 @@ def test_raw_inputs_are_ingested_and_cleaned_up(tmp_path):
 
 
 def test_bad_input_raises_trace_error(tmp_path):
-    with pytest.raises(TraceError, match="no such file"):
+    with pytest.raises(moetrace.TraceError, match="no such file"):
         moetrace.open(tmp_path / "nope")
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "manifest.json").write_text("{")
     (bad / "events.jsonl").write_text("")
-    with pytest.raises(TraceError):
+    with pytest.raises(moetrace.TraceError):
         moetrace.open(bad)

@@ -3,8 +3,11 @@
 The dataset is only read: DuckDB runs in memory over its parquet files.
 ``query`` is run by CI jobs on uploaded traces, so by default it is
 sandboxed: one SELECT statement, DuckDB's external access off with only the
-dataset's own event files allowed, no extension loading or installing, and the
-configuration locked so the SQL cannot lift any of it. ``--unsafe`` lifts the
+dataset's own event files allowed (resolved inside the dataset: no link in it
+leads out), DuckDB's temp directory a private one of the process (DuckDB lets
+a query read its temp directory, by default ``.tmp`` in the working
+directory), no extension loading or installing, and the configuration locked
+so the SQL cannot lift any of it. ``--unsafe`` lifts the
 sandbox for a local user who wants COPY, ATTACH or other files.
 """
 
@@ -46,22 +49,32 @@ def register(app: typer.Typer) -> None:
                                          "statements) and files outside the dataset"),
     ) -> None:
         """Run a SQL query over a dataset with moetrace's views in place."""
-        import duckdb
-
         from ingest.dataset import Dataset
         from ingest.location import as_location
-        from rules.views import connect
 
         ds = Dataset(as_location(dataset))
-        try:
-            con = connect(ds)
-        except (duckdb.Error, RuntimeError) as e:  # a damaged event file fails the views' creation
-            raise die(f"cannot read the dataset {dataset}: {_one_line(str(e))}") from None
+        # DuckDB spills to its temp directory, which it also lets a sandboxed query read: by default
+        # '.tmp' in the working directory, where anything of the user's may lie. A private one instead,
+        # empty but for DuckDB's own files, removed when the query is done.
+        with tempfile.TemporaryDirectory(prefix="moetrace-duckdb-") as spill:
+            _query(ds, dataset, sql, fmt, output, unsafe, spill)
+
+
+def _query(ds, dataset: str, sql: str, fmt: str, output: Path | None, unsafe: bool, spill: str) -> None:
+    import duckdb
+
+    from rules.views import connect
+
+    try:
+        con = connect(ds)
+    except (duckdb.Error, RuntimeError) as e:  # a damaged event file fails the views' creation
+        raise die(f"cannot read the dataset {dataset}: {_one_line(str(e))}") from None
+    try:
+        con.execute(f"SET temp_directory = {_quoted(spill)}")
         if fmt in COPY_OPTIONS:
             try:
                 statements = con.extract_statements(sql)
             except duckdb.Error as e:
-                con.close()
                 raise die(f"query failed: {_one_line(str(e))}") from None
             if statements and statements[-1].type == duckdb.StatementType.SELECT \
                     and (unsafe or len(statements) == 1):
@@ -74,8 +87,6 @@ def register(app: typer.Typer) -> None:
                     _copy(con, statements[-1].query, fmt, output, lock)
                 except duckdb.Error as e:
                     raise die(f"query failed: {_one_line(str(e))}") from None
-                finally:
-                    con.close()
                 return
         try:
             if not unsafe:
@@ -89,14 +100,18 @@ def register(app: typer.Typer) -> None:
                 rows = cur.fetchall() if names else []
         except duckdb.Error as e:
             raise die(f"query failed: {_one_line(str(e))}") from None
-        finally:
-            con.close()
-        if fmt == "parquet":
-            _parquet(table, output)
-        elif output is not None:
-            _atomic(output, lambda tmp: Path(tmp).write_text(render(names, rows, fmt)))
-        else:
-            typer.echo(render(names, rows, fmt), nl=False)
+    finally:
+        con.close()
+    if fmt == "parquet":
+        _parquet(table, output)
+    elif output is not None:
+        _atomic(output, lambda tmp: Path(tmp).write_text(render(names, rows, fmt)))
+    else:
+        typer.echo(render(names, rows, fmt), nl=False)
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _copy(con, query: str, fmt: str, output: Path | None, lock=None) -> None:
@@ -110,7 +125,7 @@ def _copy(con, query: str, fmt: str, output: Path | None, lock=None) -> None:
     def copy(target) -> None:  # newlines: a trailing -- comment must not eat the paren
         if lock is not None:
             lock(str(target))
-        con.execute(f"COPY (\n{body}\n) TO '{str(target).replace(chr(39), chr(39) * 2)}' "
+        con.execute(f"COPY (\n{body}\n) TO {_quoted(str(target))} "
                     f"({COPY_OPTIONS[fmt]}, USE_TMP_FILE false)")
     if output is not None:
         _atomic(output, copy)
@@ -222,7 +237,7 @@ def _lock(con, dataset, writable=()) -> None:
     no extension loads, the configuration locked."""
     local = [] if dataset.fs is not None else [str(p) for _, p in sorted(dataset.files.items())]
     files = local + [str(w) for w in writable]
-    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    listed = ", ".join(_quoted(f) for f in files)
     for setting in (f"SET allowed_paths = [{listed}]" if files else None,
                     "SET enable_external_access = false",
                     "SET autoinstall_known_extensions = false",
