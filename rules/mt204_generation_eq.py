@@ -119,4 +119,5 @@ class GenerationEq(Rule):
                f"ahead and == never holds again; compare with ge")
         conf = P.confidence_for(trace, ranks=range(trace.manifest.ranks)) or Confidence.CERTAIN
         return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
-                        severity=Severity.ERROR, extra={"target": d["value"], "held": held})
+                        severity=Severity.ERROR, blocks=((d["rank"], d["core"]),),
+                        extra={"target": d["value"], "held": held})
