@@ -123,17 +123,21 @@ def partial_trace_note(f: Finding, gap: str) -> Finding:
 
 
 def waiter_causes(drafts: Sequence[Finding], causes: list[list[int]], order_key: Sequence[Any]) -> None:
-    """(b): a root whose every stalled place is blocked by another root's stuck wait becomes
-    that root's symptom (in place, on ``causes``). Only a root at least as severe explains it,
-    so an error never hides under a note; a root has no cause, so no cycle can arise."""
+    """(b): a root whose every stalled place is blocked by another finding's stuck wait becomes
+    that finding's symptom (in place, on ``causes``): the waiter of a root, or of one of its
+    symptoms, spins in that wait. Only a blocker at least as severe explains it, so an error
+    never hides under a note, and never one it explains itself (no cycle)."""
     stalled = [i for i, f in enumerate(drafts) if not causes[i] and f.extra.get("_stalls")]
     if not stalled:
         return
-    blocking = [i for i, f in enumerate(drafts) if not causes[i] and f.extra.get("_blocks")]
+    blocking = [i for i, f in enumerate(drafts) if f.extra.get("_blocks")]
     for i in stalled:
         x = drafts[i]
         fits = [j for j in blocking if j != i and severity_rank(drafts[j].severity) >= severity_rank(x.severity)
                 and all(_blocked(place, drafts[j].extra["_blocks"]) for place in x.extra["_stalls"])]
+        if fits:
+            mine = _symptoms_of(causes, i)
+            fits = [j for j in fits if j not in mine]
         if fits:
             causes[i] = [min(fits, key=lambda j: order_key[j])]
 
@@ -141,6 +145,25 @@ def waiter_causes(drafts: Sequence[Finding], causes: list[list[int]], order_key:
 def _blocked(place: tuple, blocks: Sequence[tuple[int, int]]) -> bool:
     rank, core = place
     return any(r == rank and (core is None or c == core) for r, c in blocks)
+
+
+def _symptoms_of(causes: Sequence[Sequence[int]], x: int) -> set[int]:
+    """Every finding that reaches ``x`` through cause edges (one breadth-first walk)."""
+    back: dict[int, list[int]] = {}
+    for v, cs in enumerate(causes):
+        for c in cs:
+            back.setdefault(c, []).append(v)
+    seen: set[int] = set()
+    frontier = [x]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for s in back.get(v, ()):
+                if s not in seen:
+                    seen.add(s)
+                    nxt.append(s)
+        frontier = nxt
+    return seen
 
 
 _DECISION_KEYS = ("_causes", "_gap", "_blocks", "_stalls")
