@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+
+from ingest.contract import Role
 
 from . import _passes as P
 from . import _unfenced as U
@@ -74,7 +78,10 @@ class FlagNotReset(Rule):
         Where every reported word was last written by a payload put that a
         flag write of its producer overtook (an MT401 hit), the hit cites
         that MT401 as its cause: the put landed after the owner took and
-        reset the slots it saw, so the missing drain is the root.
+        reset the slots it saw, so the missing drain is the root. A group
+        whose words the owner never waited on, in a launch it began with a
+        counter word not reset (this rule's hit on a counter region the
+        launch before), cites that hit: rows the stale count made it skip.
         Where the owner's or a writer's launch is not whole in the trace
         (ring wrap, missing dump) the reset may be in the gap: the hit is
         then a partial-trace note naming it.
@@ -139,8 +146,8 @@ class FlagNotReset(Rule):
         # at the boundaries (a mask per group would cost groups x entries).
         order = np.argsort(g, kind="stable")
         parts = np.split(idx[order], np.flatnonzero(np.diff(g[order])) + 1)
-        for gid in g[np.sort(np.unique(g, return_index=True)[1])]:
-            yield self._hit(trace, w, parts[int(gid)], eck, ends)
+        hits = [self._hit(trace, w, parts[int(gid)], eck, ends) for gid in g[np.sort(np.unique(g, return_index=True)[1])]]
+        yield from _behind_stale_counts(trace, hits)
 
     def _hit(self, trace, w, members, eck, ends):
         m0 = int(members[0])
@@ -184,6 +191,33 @@ class FlagNotReset(Rule):
                         location={"rank": own, "launch": launch, "region": P.region_name(trace, region),
                                   "offset": off0},
                         extra={"owner": own, "words": len(offs), "offsets": offs[:_SHOW], "values": vals})
+
+
+def _behind_stale_counts(trace, hits: list) -> list:
+    """Each hit, those left behind by a stale count citing it.
+
+    An owner that read last launch's count (a counter word it did not reset, another hit of this
+    rule in the launch before) takes the wrong number of rows: the flags of rows it never took
+    stay set. Such a group, whose words the owner never waited on, is that count's symptom: one
+    defect, the counter's reset, not a second one at every flag it left behind.
+    """
+    regions = trace.manifest.regions
+    by_name = {r.name: r for r in regions}
+    counters = {(h.location["rank"], h.location["launch"]): h for h in hits
+                if by_name[h.location["region"]].role == Role.COUNTER}
+    out = []
+    for h in hits:
+        stale = counters.get((h.location["rank"], h.location["launch"] - 1))
+        waited = h.rows and h.rows[0][0] == "owner's wait"
+        if stale is None or stale is h or waited or h.caused_by or by_name[h.location["region"]].role == Role.COUNTER:
+            out.append(h)
+            continue
+        own = h.location["rank"]
+        head = h.message.removesuffix(f"rank {own} should have reset them")
+        msg = (f"{head}rank {own} never waited on them: rows it did not take, its count being last launch's "
+               f"({stale.location['region']} not reset in launch {stale.location['launch']})")
+        out.append(replace(h, message=msg, caused_by=(("MT202", stale.key),)))
+    return out
 
 
 def _reset_after_sync(trace, w, idx) -> np.ndarray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .classic import Classic
 from .generation import Generation
 from .reduce_scatter import ReduceScatter
-from .registry import case, clean
+from .registry import case, clean, roots
 from .udma_counts import UdmaCounts
 
 
@@ -98,3 +98,25 @@ def rs_cut_inside_atomic_window():
     tr = ReduceScatter(2, layout="all").run()
     cut = {(2, 0): seq_of(tr, 2, 0, 0, "atomic_mode") + 1, (2, 1): seq_of(tr, 2, 1, 0, "get") + 1}
     return tr, clean("cut inside an atomic window: notes only"), {"cut_before": cut}
+
+
+
+@case
+def udma_roce_amo_unquieted_two_peers():
+    """Issue 18 item 5: the UDMA count exchange over RoCE atomics, and rank 1 core 0 (serving
+    ranks 0 and 2) calls no roce quiet in either launch: its adds to both peers are relied on by
+    its done signals before they land, and the peers' resets of recv_count in launch 1 race the
+    adds of launch 0 still in flight. One defect at one site: one root class (MT404, its two
+    launches); the resets' races (MT203) and count mismatches (MT502) are its symptoms."""
+    u = UdmaCounts(2, engine="roce", no_quiet={(g, 1, 0) for g in range(2)}, late=40)
+    return u.run(), roots([("MT404", 1, 0)], "one root class: rank 1 core 0's amos relied on before a roce quiet")
+
+
+@case
+def udma_roce_quiet_missing_everywhere():
+    """Issue 18 item 5: the same exchange where the kernel has no roce quiet at all: every core of
+    every rank, both launches, relies on its RoCE adds (to every peer it serves) before they land.
+    16 places of one defect: one MT404 root class, the reset races and count mismatches symptoms."""
+    nq = {(g, r, c) for g in range(2) for r in range(4) for c in range(2)}
+    u = UdmaCounts(2, engine="roce", no_quiet=nq, late=40)
+    return u.run(), roots([("MT404", None, None)], "one root class at every core: the missing roce quiet")

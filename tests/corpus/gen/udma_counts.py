@@ -25,8 +25,10 @@ def rows(g, r, d, e):
 
 
 class UdmaCounts:
-    def __init__(self, rounds=2, *, no_quiet=(), late=0, annotated=False):
+    def __init__(self, rounds=2, *, no_quiet=(), late=0, annotated=False, engine="udma", keep_done=()):
         self.rounds, self.no_quiet, self.late = rounds, set(no_quiet), late
+        self.engine = engine  # "roce": the same exchange with RoCE atomics and roce quiets
+        self.keep_done = set(keep_done)  # (launch, rank): core 0 does not reset its done flags
         regs = [{"name": "recv_count", "role": "counter", "elem_bytes": 4, "length": L * P, "reset": 0,
                  "index": "segment"},
                 {"name": "done", "role": "flag", "elem_bytes": 4, "length": P, "reset": 0, "index": "rank"}]
@@ -53,12 +55,13 @@ class UdmaCounts:
                 for e in range(L):
                     tr.count(r, c, d, e, rows(g, r, d, e), capacity=CAP if tr.annotated else None)
                     late = (g, r, c) in self.no_quiet
-                    eff = tr.amo(r, c, d, "recv_count", e * P + r, rows(g, r, d, e), land=not late)
+                    eff = tr.amo(r, c, d, "recv_count", e * P + r, rows(g, r, d, e), land=not late,
+                                 engine=self.engine)
                     if late:  # no UDMA quiet: the add reaches d after d has read its counts
                         self.runner.land_after(self.late, eff)
                     yield RAN
                 if (g, r, c) not in self.no_quiet:
-                    tr.quiet(r, c, "udma", d)
+                    tr.quiet(r, c, self.engine, d)
                 tr.signal(r, c, d, "done", r, 1)
                 yield RAN
             if c == 0:
@@ -69,7 +72,8 @@ class UdmaCounts:
                         n = tr.read(r, "recv_count", e * P + s)
                         tr.deliver(r, c, e, s, n, n, CAP)
                 tr.write(r, c, "recv_count", 0, L * P * 4, 0)
-                tr.write(r, c, "done", 0, P * 4, 0)
+                if (g, r) not in self.keep_done:
+                    tr.write(r, c, "done", 0, P * 4, 0)
             tr.kernel(r, c, NAME, False)
             yield RAN
 
