@@ -130,16 +130,27 @@ def waiter_causes(drafts: Sequence[Finding], causes: list[list[int]], order_key:
     stalled = [i for i, f in enumerate(drafts) if not causes[i] and f.extra.get("_stalls")]
     if not stalled:
         return
-    blocking = [i for i, f in enumerate(drafts) if f.extra.get("_blocks")]
+    by_rank: dict[int, list[int]] = {}  # a 64-rank hang has 10^5 stuck waits: look up by rank
+    for j, f in enumerate(drafts):
+        for r in {r for r, _ in f.extra.get("_blocks", ())}:
+            by_rank.setdefault(r, []).append(j)
+    back: dict[int, list[int]] = {}  # cause -> its direct symptoms
+    for v, cs in enumerate(causes):
+        for c in cs:
+            back.setdefault(c, []).append(v)
     for i in stalled:
         x = drafts[i]
-        fits = [j for j in blocking if j != i and severity_rank(drafts[j].severity) >= severity_rank(x.severity)
-                and all(_blocked(place, drafts[j].extra["_blocks"]) for place in x.extra["_stalls"])]
+        places = x.extra["_stalls"]
+        fits = [j for j in by_rank.get(places[0][0], ()) if j != i
+                and severity_rank(drafts[j].severity) >= severity_rank(x.severity)
+                and all(_blocked(place, drafts[j].extra["_blocks"]) for place in places)]
         if fits:
-            mine = _symptoms_of(causes, i)
+            mine = _reaching(back, i)
             fits = [j for j in fits if j not in mine]
         if fits:
-            causes[i] = [min(fits, key=lambda j: order_key[j])]
+            j = min(fits, key=lambda j: order_key[j])
+            causes[i] = [j]
+            back.setdefault(j, []).append(i)
 
 
 def _blocked(place: tuple, blocks: Sequence[tuple[int, int]]) -> bool:
@@ -147,12 +158,8 @@ def _blocked(place: tuple, blocks: Sequence[tuple[int, int]]) -> bool:
     return any(r == rank and (core is None or c == core) for r, c in blocks)
 
 
-def _symptoms_of(causes: Sequence[Sequence[int]], x: int) -> set[int]:
+def _reaching(back: dict[int, list[int]], x: int) -> set[int]:
     """Every finding that reaches ``x`` through cause edges (one breadth-first walk)."""
-    back: dict[int, list[int]] = {}
-    for v, cs in enumerate(causes):
-        for c in cs:
-            back.setdefault(c, []).append(v)
     seen: set[int] = set()
     frontier = [x]
     while frontier:
