@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
-from ingest.contract import Role
-
 from . import _passes as P
-from . import _unfenced as U
 from . import _words as W
+from ._flag_causes import behind_stale_counts, late_puts
 from ._groups import group_columns
 from ._jit import kernel
 from .base import Confidence, Family, Rule, Severity
@@ -147,7 +143,7 @@ class FlagNotReset(Rule):
         order = np.argsort(g, kind="stable")
         parts = np.split(idx[order], np.flatnonzero(np.diff(g[order])) + 1)
         hits = [self._hit(trace, w, parts[int(gid)], eck, ends) for gid in g[np.sort(np.unique(g, return_index=True)[1])]]
-        yield from _behind_stale_counts(trace, hits)
+        yield from behind_stale_counts(trace, hits)
 
     def _hit(self, trace, w, members, eck, ends):
         m0 = int(members[0])
@@ -172,7 +168,7 @@ class FlagNotReset(Rule):
         msg = (f"rank {own} launch {launch}: {len(offs)} word(s) of {P.region_name(trace, region)} not back at "
                f"reset {reset} at the end of the launch (offsets {shown}; value(s) {', '.join(map(str, vals))}); "
                f"last written by rank {dl['rank']} core {dl['core']} seq {dl['seq']} ({dl['kind']}); ")
-        causes = _late_puts(trace, w.row[members])
+        causes = late_puts(trace, w.row[members])
         if causes:  # the producer's missing drain, not the owner's reset, left them set
             msg += (f"each was last written by a put still in flight at the producer's flag write (MT401): it "
                     f"landed after rank {own} took the slots it saw and reset those")
@@ -191,33 +187,6 @@ class FlagNotReset(Rule):
                         location={"rank": own, "launch": launch, "region": P.region_name(trace, region),
                                   "offset": off0},
                         extra={"owner": own, "words": len(offs), "offsets": offs[:_SHOW], "values": vals})
-
-
-def _behind_stale_counts(trace, hits: list) -> list:
-    """Each hit, those left behind by a stale count citing it.
-
-    An owner that read last launch's count (a counter word it did not reset, another hit of this
-    rule in the launch before) takes the wrong number of rows: the flags of rows it never took
-    stay set. Such a group, whose words the owner never waited on, is that count's symptom: one
-    defect, the counter's reset, not a second one at every flag it left behind.
-    """
-    regions = trace.manifest.regions
-    by_name = {r.name: r for r in regions}
-    counters = {(h.location["rank"], h.location["launch"]): h for h in hits
-                if by_name[h.location["region"]].role == Role.COUNTER}
-    out = []
-    for h in hits:
-        stale = counters.get((h.location["rank"], h.location["launch"] - 1))
-        waited = h.rows and h.rows[0][0] == "owner's wait"
-        if stale is None or stale is h or waited or h.caused_by or by_name[h.location["region"]].role == Role.COUNTER:
-            out.append(h)
-            continue
-        own = h.location["rank"]
-        head = h.message.removesuffix(f"rank {own} should have reset them")
-        msg = (f"{head}rank {own} never waited on them: rows it did not take, its count being last launch's "
-               f"({stale.location['region']} not reset in launch {stale.location['launch']})")
-        out.append(replace(h, message=msg, caused_by=(("MT202", stale.key),)))
-    return out
 
 
 def _reset_after_sync(trace, w, idx) -> np.ndarray:
@@ -292,23 +261,3 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     # their cores, put it in the launch of both.
     out[c] = (p < len(comp)) & (pk[pv] == core_pair) & (earliest_end[pv] < rr[c])
     return out
-
-
-def _late_puts(trace, last_rows) -> tuple:
-    """(MT401, key) causes when every word's last write is a put a flag write overtook, else ().
-
-    Such a put can land after the owner consumed the slots and reset those it
-    saw: the word is left set by the producer's missing drain, not by a
-    missing reset. One word written by anything else keeps the hit a root.
-    """
-    rows = np.unique(np.asarray(last_rows, np.int64))
-    if (trace["kind"][rows] != P.K_PUT).any():
-        return ()
-    flags = U.put_flag(trace)[rows]
-    if (flags < 0).any():
-        return ()
-    u = U.unfenced(trace)
-    keys = [u.key_of_flag(trace, int(f)) for f in np.unique(flags)]
-    if any(k is None for k in keys):
-        return ()
-    return tuple(("MT401", k) for k in dict.fromkeys(keys))
