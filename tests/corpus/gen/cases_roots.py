@@ -120,3 +120,16 @@ def udma_roce_quiet_missing_everywhere():
     nq = {(g, r, c) for g in range(2) for r in range(4) for c in range(2)}
     u = UdmaCounts(2, engine="roce", no_quiet=nq, late=40)
     return u.run(), roots([("MT404", None, None)], "one root class at every core: the missing roce quiet")
+
+
+
+@case
+def udma_count_not_reset():
+    """Issue 18 item 5: rank 1's core 0 never resets recv_count (a counter region, reset 0 in the
+    manifest) in any of three launches, while every other rank does: each launch's adds of all four
+    ranks pile onto the last one's, rank 1 reads more rows than were announced from every sender
+    (MT502) and in launch 2 takes more than its capacity (MT302). One defect, one root class: MT202
+    at rank 1, its launches places of the class, the mismatches and the overrun its symptoms."""
+    u = UdmaCounts(3, annotated=True, keep={(g, 1, "recv_count") for g in range(3)})
+    return u.run(), roots([(("MT202", "MT201"), 1, None)], "one root class: rank 1's counter never reset; "
+                          "the count mismatches and the capacity overrun are symptoms")

@@ -25,10 +25,10 @@ def rows(g, r, d, e):
 
 
 class UdmaCounts:
-    def __init__(self, rounds=2, *, no_quiet=(), late=0, annotated=False, engine="udma", keep_done=()):
+    def __init__(self, rounds=2, *, no_quiet=(), late=0, annotated=False, engine="udma", keep=()):
         self.rounds, self.no_quiet, self.late = rounds, set(no_quiet), late
         self.engine = engine  # "roce": the same exchange with RoCE atomics and roce quiets
-        self.keep_done = set(keep_done)  # (launch, rank): core 0 does not reset its done flags
+        self.keep = set(keep)  # (launch, rank, region): core 0 does not reset that region
         regs = [{"name": "recv_count", "role": "counter", "elem_bytes": 4, "length": L * P, "reset": 0,
                  "index": "segment"},
                 {"name": "done", "role": "flag", "elem_bytes": 4, "length": P, "reset": 0, "index": "rank"}]
@@ -71,9 +71,9 @@ class UdmaCounts:
                     for s in range(P):
                         n = tr.read(r, "recv_count", e * P + s)
                         tr.deliver(r, c, e, s, n, n, CAP)
-                tr.write(r, c, "recv_count", 0, L * P * 4, 0)
-                if (g, r) not in self.keep_done:
-                    tr.write(r, c, "done", 0, P * 4, 0)
+                for region, n in (("recv_count", L * P), ("done", P)):
+                    if (g, r, region) not in self.keep:
+                        tr.write(r, c, region, 0, n * 4, 0)
             tr.kernel(r, c, NAME, False)
             yield RAN
 
