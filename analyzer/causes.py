@@ -1,9 +1,24 @@
-"""The cause graph of a report: findings as nodes, ``caused_by`` as edges symptom -> cause.
+"""The cause graph of a report, and the one place that decides root causes.
 
-Kept apart from the engine because it is graph work on findings and integer
-indices, testable without a trace: the components and roots, and ``link``,
-which resolves each finding's cause pairs, orders the report and numbers it
-(the rules of that order are in ``analyzer.engine``'s docstring).
+Findings are nodes, ``caused_by`` edges symptom -> cause. ``link`` takes every
+finding of a diagnosis and decides which are roots: a finding is a root only
+if no other finding explains it, where "explains" is
+
+(a) a cause it cites (the rule's ``caused_by`` pairs) that was reported;
+(b) a root whose stuck wait or barrier blocks the place this finding says
+    made no progress (the rule's ``stalls`` against the root's ``blocks``):
+    a rank that is itself the waiter of a root cause is that root's symptom,
+    never a second root (its trace "ends early" because it spins in that wait);
+(c) and, apart from the graph: a finding whose conclusion rests on the
+    absence of an event that may lie in a gap of the trace (the rule's
+    ``gap``: a cut start, a ring wrap, a missing dump) is never an error or
+    warning, whatever its rule or the configuration says: it is a
+    partial-trace note naming the gap.
+
+Rules state those facts on their hits; none applies the policy itself. Kept
+apart from the engine because it is graph work on findings and integer
+indices, testable without a trace; the report's order is in
+``analyzer.engine``'s docstring.
 """
 
 from __future__ import annotations
@@ -100,8 +115,70 @@ def explained_by(causes: Sequence[Sequence[int]]) -> list[dict[int, int]]:
     return out
 
 
+def partial_trace_note(f: Finding, gap: str) -> Finding:
+    """(c): the finding as a partial-trace note that names the gap its missing event may be in."""
+    return updated(f, severity="note", confidence="partial-trace",
+                   message=f"{f.message} [partial trace: {gap}; the missing event may be in the gap]",
+                   extra={**f.extra, "partial_trace": gap})
+
+
+def waiter_causes(drafts: Sequence[Finding], causes: list[list[int]], order_key: Sequence[Any]) -> None:
+    """(b): a root whose every stalled place is blocked by another finding's stuck wait becomes
+    that finding's symptom (in place, on ``causes``): the waiter of a root, or of one of its
+    symptoms, spins in that wait. Only a blocker at least as severe explains it, so an error
+    never hides under a note, and never one it explains itself (no cycle)."""
+    stalled = [i for i, f in enumerate(drafts) if not causes[i] and f.extra.get("_stalls")]
+    if not stalled:
+        return
+    by_rank: dict[int, list[int]] = {}  # a 64-rank hang has 10^5 stuck waits: look up by rank
+    for j, f in enumerate(drafts):
+        for r in {r for r, _ in f.extra.get("_blocks", ())}:
+            by_rank.setdefault(r, []).append(j)
+    back: dict[int, list[int]] = {}  # cause -> its direct symptoms
+    for v, cs in enumerate(causes):
+        for c in cs:
+            back.setdefault(c, []).append(v)
+    for i in stalled:
+        x = drafts[i]
+        places = x.extra["_stalls"]
+        fits = [j for j in by_rank.get(places[0][0], ()) if j != i
+                and severity_rank(drafts[j].severity) >= severity_rank(x.severity)
+                and all(_blocked(place, drafts[j].extra["_blocks"]) for place in places)]
+        if fits:
+            mine = _reaching(back, i)
+            fits = [j for j in fits if j not in mine]
+        if fits:
+            j = min(fits, key=lambda j: order_key[j])
+            causes[i] = [j]
+            back.setdefault(j, []).append(i)
+
+
+def _blocked(place: tuple, blocks: Sequence[tuple[int, int]]) -> bool:
+    rank, core = place
+    return any(r == rank and (core is None or c == core) for r, c in blocks)
+
+
+def _reaching(back: dict[int, list[int]], x: int) -> set[int]:
+    """Every finding that reaches ``x`` through cause edges (one breadth-first walk)."""
+    seen: set[int] = set()
+    frontier = [x]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for s in back.get(v, ()):
+                if s not in seen:
+                    seen.add(s)
+                    nxt.append(s)
+        frontier = nxt
+    return seen
+
+
+_DECISION_KEYS = ("_causes", "_gap", "_blocks", "_stalls")
+
+
 def link(drafts: list[Finding]) -> tuple[Finding, ...]:
-    """Resolve cause pairs to ids, mark roots, order the report and number it F1..Fn."""
+    """Decide the roots ((a)-(c) of the module doc), order the report and number it F1..Fn."""
+    drafts = [partial_trace_note(f, f.extra["_gap"]) if f.extra.get("_gap") else f for f in drafts]
     index: dict[tuple[str, Any], list[int]] = {}
     for i, f in enumerate(drafts):
         index.setdefault((f.code, f.key), []).append(i)
@@ -125,6 +202,10 @@ def link(drafts: list[Finding]) -> tuple[Finding, ...]:
         extras.append(extra)
     order_key = [_order_key(f) for f in drafts]
     cycles = break_cycles(causes, order_key)
+    waiter_causes(drafts, causes, order_key)
+    for extra in extras:
+        for k in _DECISION_KEYS:
+            extra.pop(k, None)
     explains = explained_by(causes)
     roots = sorted((i for i in range(len(drafts)) if not causes[i]),
                    key=lambda i: (-severity_rank(drafts[i].severity), -len(explains[i]), order_key[i]))

@@ -14,6 +14,11 @@ the manifest's sites), and links causes.  How causes become root causes:
 - A cycle of causes with no cause outside it (a true deadlock) is broken at
   its first member by (severity, code, place), which becomes the root; the
   members are listed in that root's ``extra["cycle"]``.
+- ``analyzer.causes.link`` is the one place that decides roots, for every
+  rule alike: besides cited causes, a finding whose stalled place (a rank
+  that made no progress) is the waiter of another finding's stuck wait is
+  that finding's symptom, and a finding whose evidence may lie in a gap of
+  the trace is a partial-trace note, never an error or warning root.
 - Root causes are the findings with no causes; each ``explains`` every
   finding that reaches it through ``caused_by``, transitively.  Roots come
   first (severity, then symptoms explained, then code and place), then the

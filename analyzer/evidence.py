@@ -155,8 +155,20 @@ def _finding(hit: "Hit", rule: type["Rule"], config: Config, trace: "TraceView",
     return Finding(id="", code=hit.code, family=_value(rule.family), name=rule.name, severity=severity,
                    confidence=confidence, message=hit.message, location=location,
                    evidence=evidence, fingerprint=fingerprint(hit.code, location),
-                   extra={**extra, "_causes": tuple((c, normalize_key(k)) for c, k in hit.caused_by)},
-                   key=key)
+                   extra={**extra, **_decision_inputs(hit)}, key=key)
+
+
+def _decision_inputs(hit: "Hit") -> dict[str, Any]:
+    """What ``analyzer.causes.link`` decides roots from, kept on the draft under private keys
+    (it pops them): the cause pairs, and the gap / blocked / stalled statements of the hit."""
+    out: dict[str, Any] = {"_causes": tuple((c, normalize_key(k)) for c, k in hit.caused_by)}
+    if hit.gap:
+        out["_gap"] = hit.gap
+    if hit.blocks:
+        out["_blocks"] = tuple((int(r), int(c)) for r, c in hit.blocks)
+    if hit.stalls:
+        out["_stalls"] = tuple((int(r), None if c is None else int(c)) for r, c in hit.stalls)
+    return out
 
 
 def _value(v: Any) -> str:

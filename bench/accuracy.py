@@ -5,7 +5,10 @@ skewed), plus clean runs, on a small shape (bench/_accuracy_lib.py says which,
 and how a finding is matched to an injected fault). Prints recall and precision
 per family, a confusion summary (fault -> families of the root causes reported),
 every miss, every false positive of a clean run, and the root causes of faulty
-runs that match no injected fault (they cost precision).
+runs that match no injected fault (they cost precision). Precision counts root-cause
+classes (analyzer.classes), as the text report and SARIF do: one defect at many places is
+one class, a true positive when one of its places matches the fault; the root findings
+behind them are shown beside.
 
     uv run python bench/accuracy.py [--seeds 5] [--protocol P ...] [--json]
 
@@ -29,15 +32,20 @@ import _accuracy_lib as lib  # noqa: E402
 
 
 def score(results) -> dict:
-    fam = defaultdict(Counter)  # family -> found / missed / found-latent / missed-latent / tp / roots
+    fam = defaultdict(Counter)  # family -> found / missed / found-latent / missed-latent / tp / roots / findings
     confusion = defaultdict(Counter)  # fault -> family of roots reported (runs), plus outcomes
     misses, fps, spurious = [], [], []
     for res in results:
         c = res.case
         unmatched = {f.id for f in res.spurious}
+        # A root class is a true positive when one of its places is matched to an injected fault.
+        classes: dict[str, list] = {}
         for r in res.roots:
-            fam[r.family]["roots"] += 1
-            fam[r.family]["tp"] += r.id not in unmatched
+            classes.setdefault(r.defect_class, []).append(r)
+            fam[r.family]["findings"] += 1
+        for members in classes.values():
+            fam[members[0].family]["roots"] += 1
+            fam[members[0].family]["tp"] += any(r.id not in unmatched for r in members)
         for sf in res.faults:
             fam[sf.family][sf.outcome] += 1
             confusion[sf.name][sf.outcome] += 1
@@ -54,7 +62,8 @@ def score(results) -> dict:
     families = {}
     for f, n in sorted(fam.items()):
         manifested = n["found"] + n["missed"]
-        families[f] = {**{k: n[k] for k in ("found", "missed", "found-latent", "missed-latent", "tp", "roots")},
+        families[f] = {**{k: n[k] for k in ("found", "missed", "found-latent", "missed-latent", "tp", "roots",
+                                            "findings")},
                        "recall": n["found"] / manifested if manifested else None,
                        "precision": n["tp"] / n["roots"] if n["roots"] else None}
     return {"shape": lib.SHAPE, "runs": len(results), "families": families,
@@ -74,11 +83,11 @@ def _said(res) -> list[str]:
 
 
 def _grouped(findings) -> list[str]:
-    """Unmatched roots, one line per (code, rank, core) with a count: MT401 fires per put."""
-    groups = Counter((f.code, f.family, f.location.rank, f.location.core) for f in findings)
+    """Unmatched roots, one line per root class with its count of places (MT401 fires per put)."""
+    groups = Counter(f.defect_class for f in findings)
     first = {}
     for f in findings:
-        first.setdefault((f.code, f.family, f.location.rank, f.location.core), f)
+        first.setdefault(f.defect_class, f)
     return [f"{n}x {lib.describe(first[k])}" for k, n in groups.items()]
 
 
@@ -88,10 +97,11 @@ def _pct(x) -> str:
 
 def text(s: dict, seconds: float) -> str:
     out = [f"accuracy matrix: {s['runs']} runs, shape {s['shape']}, {seconds:.0f} s", "",
-           f"{'family':22} {'recall':>7} {'precision':>9}  found missed  latent(found/missed)  roots(tp/all)"]
+           f"{'family':22} {'recall':>7} {'precision':>9}  found missed  latent(found/missed)  "
+           f"root classes(tp/all)  root findings"]
     for f, n in s["families"].items():
         out.append(f"{f:22} {_pct(n['recall']):>7} {_pct(n['precision']):>9}  {n['found']:5} {n['missed']:6}"
-                   f"  {n['found-latent']:9}/{n['missed-latent']:<11} {n['tp']:5}/{n['roots']}")
+                   f"  {n['found-latent']:9}/{n['missed-latent']:<11} {n['tp']:11}/{n['roots']:<8}  {n['findings']:13}")
     out += ["", "confusion (fault -> runs per outcome; root:FAMILY = runs whose roots include that family):"]
     for fault, c in s["confusion"].items():
         out.append(f"  {fault:22} " + ", ".join(f"{k} {v}" for k, v in c.items()))

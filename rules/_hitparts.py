@@ -72,11 +72,10 @@ def core_gap(trace, rank: int, core: int, launch: int) -> str | None:
 
 
 def weakened(message: str, gap: str) -> dict:
-    """Hit fields for a finding that leans on events in ``gap``: partial-trace, at most a note."""
-    from .base import Confidence, Severity
-
-    return {"message": f"{message} [partial trace: {gap}; the missing event may be in the gap]",
-            "confidence": Confidence.PARTIAL_TRACE, "severity": Severity.NOTE}
+    """Hit fields for a finding that leans on events in ``gap``. What that makes of it (a
+    partial-trace note, never an error or warning root) is decided in one place, by the engine
+    (``analyzer.causes``), for every rule alike."""
+    return {"message": message, "gap": gap}
 
 
 def region_name(trace, region: int) -> str:

@@ -54,6 +54,17 @@ class Hit:
     evidence events with their values.  ``key`` identifies the hit within its
     rule (for cause links and fingerprints); ``caused_by`` names other hits as
     (code, key).  ``location`` overrides what the first row implies.
+
+    Three statements the engine's root decision (``analyzer.causes``) reads,
+    so no rule re-applies that policy itself:
+    ``gap``: the conclusion rests on the absence of an event that may lie in
+    this gap of the trace (cut start, ring wrap, missing dump); the finding is
+    then a partial-trace note, never an error or warning root.
+    ``blocks``: the (rank, core) places this finding names as blocked in its
+    stuck wait or barrier (the waiters).
+    ``stalls``: the (rank, core or None) places this finding says made no
+    progress; where a root's ``blocks`` hold every one of them, the place is
+    that root's waiter and the finding its symptom, never a second root.
     """
 
     code: str
@@ -65,6 +76,9 @@ class Hit:
     caused_by: tuple[tuple[str, tuple], ...] = ()
     location: Mapping[str, Any] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    gap: str | None = None
+    blocks: tuple[tuple[int, int], ...] = ()
+    stalls: tuple[tuple[int, int | None], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ class StuckWait(Rule):
                 msg += (f"; another core of rank {n.rank} stopped mid-kernel (last event at seq {own[0][2]}): "
                         f"the rank's kernel died, and this wait with it")
                 causes = tuple(causes) + (("MT103", own[0]),)
-            yield self.hit(msg, rows=rows_of(n), key=n.key, caused_by=causes,
+            yield self.hit(msg, rows=rows_of(n), key=n.key, caused_by=causes, blocks=((n.rank, n.core),),
                            confidence=n.confidence, extra=extra_of(trace, n))
 
 

@@ -62,7 +62,7 @@ class BarrierIncomplete(Rule):
                 body = "every participant reached it, yet it never left (a lost wake-up)"
             gaps = f" [gap: {'; '.join(n.gaps)}]" if n.gaps else ""
             yield self.hit(f"{head}: {body}{gaps}", rows=(("stuck barrier", n.row),), key=n.key,
-                           caused_by=n.caused_by, confidence=n.confidence,
+                           caused_by=n.caused_by, confidence=n.confidence, blocks=((n.rank, n.core),),
                            extra={"class": [n.site, "barrier", scope, n.instance],
                                   "missing": [[v.rank, v.status] for v in absent],
                                   "producers": [v.to_json() for v in n.verdicts],

@@ -89,7 +89,11 @@ class RankStopped(Rule):
             aborts = self._aborts(trace, rows) if how == "stopped" else ()
             if aborts:
                 msg += "; it stopped at an atomic the unified API aborts on"
-            yield self.hit(msg, rows=ev, key=key, confidence=conf, location=place, caused_by=aborts,
+            # "Ends before the launch others wait in" says only that the rank made no progress:
+            # where one of its cores is the waiter of a root's stuck wait, it spins there (the
+            # engine then makes this that root's symptom); a rank that died says more than that.
+            stalls = ((rank, None),) if how == "not-started" else ()
+            yield self.hit(msg, rows=ev, key=key, confidence=conf, location=place, caused_by=aborts, stalls=stalls,
                            extra={"rank": rank, "how": how, "waiters": [list(n.key) for n in waiters],
                                   "gap": gap})
 

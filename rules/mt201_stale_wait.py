@@ -42,9 +42,10 @@ class StaleWait(Rule):
         core itself, or issued after a barrier of scope all that the waiter
         had not reached yet) while an earlier launch did write the word, the
         wait was satisfied by that older value. The hit names the wait and
-        the last earlier-launch write. Where the launch is not whole on the
-        owner or a writer of the word (ring wrap, missing dump), this
-        launch's write may be in the gap: a partial-trace note naming it.
+        the last earlier-launch write. Where the launch is not whole on any
+        rank (ring wrap, a cut start, a missing dump), this launch's write
+        may be in the gap (a one-sided write may come from any rank, also
+        one never seen writing the word): a partial-trace note naming it.
 
     Why it matters
         The consumer proceeds before this round's producer wrote anything:
@@ -109,13 +110,10 @@ class StaleWait(Rule):
                    f"{ds['launch']} (seq {ds['seq']}), never reset")
             rows = [("stale wait_end", e)] + ([("wait_begin", b)] if b >= 0 else []) + \
                 [("earlier write", int(w.row[src]))]
-            # "No write of this launch before it" is an absence: the write may be in the lost part
-            # of the ring of the owner or of any rank that writes the word.
-            k = int(w.key_of(src))
-            lo_k, hi_k = w.key_bounds(k)
-            writers = {trace.decode_key(k)[0], d["rank"]} | set(trace["rank"][w.row[lo_k:hi_k]].tolist()) \
-                | set(trace.ranks_missing)  # a rank without a dump may write any word
-            gap = P.launch_gap(trace, writers, int(d["launch"])) if trace.partial else None
+            # "No write of this launch before it" is an absence, and a one-sided write may come
+            # from any rank: from one whose launch is not whole too, even one the trace never shows
+            # writing the word (a core cut before its first write of it, a missing dump).
+            gap = P.launch_gap(trace, range(trace.manifest.ranks), int(d["launch"])) if trace.partial else None
             weak = P.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
             yield self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak,
                            extra={"observed": d["observed"], "written_launch": ds["launch"]})

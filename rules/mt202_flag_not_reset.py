@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _passes as P
-from . import _unfenced as U
 from . import _words as W
+from ._flag_causes import behind_stale_counts, late_puts
 from ._groups import group_columns
 from ._jit import kernel
 from .base import Confidence, Family, Rule, Severity
@@ -74,7 +74,10 @@ class FlagNotReset(Rule):
         Where every reported word was last written by a payload put that a
         flag write of its producer overtook (an MT401 hit), the hit cites
         that MT401 as its cause: the put landed after the owner took and
-        reset the slots it saw, so the missing drain is the root.
+        reset the slots it saw, so the missing drain is the root. A group
+        whose words the owner never waited on, in a launch it began with a
+        counter word not reset (this rule's hit on a counter region the
+        launch before), cites that hit: rows the stale count made it skip.
         Where the owner's or a writer's launch is not whole in the trace
         (ring wrap, missing dump) the reset may be in the gap: the hit is
         then a partial-trace note naming it.
@@ -139,8 +142,8 @@ class FlagNotReset(Rule):
         # at the boundaries (a mask per group would cost groups x entries).
         order = np.argsort(g, kind="stable")
         parts = np.split(idx[order], np.flatnonzero(np.diff(g[order])) + 1)
-        for gid in g[np.sort(np.unique(g, return_index=True)[1])]:
-            yield self._hit(trace, w, parts[int(gid)], eck, ends)
+        hits = [self._hit(trace, w, parts[int(gid)], eck, ends) for gid in g[np.sort(np.unique(g, return_index=True)[1])]]
+        yield from behind_stale_counts(trace, hits)
 
     def _hit(self, trace, w, members, eck, ends):
         m0 = int(members[0])
@@ -165,7 +168,7 @@ class FlagNotReset(Rule):
         msg = (f"rank {own} launch {launch}: {len(offs)} word(s) of {P.region_name(trace, region)} not back at "
                f"reset {reset} at the end of the launch (offsets {shown}; value(s) {', '.join(map(str, vals))}); "
                f"last written by rank {dl['rank']} core {dl['core']} seq {dl['seq']} ({dl['kind']}); ")
-        causes = _late_puts(trace, w.row[members])
+        causes = late_puts(trace, w.row[members])
         if causes:  # the producer's missing drain, not the owner's reset, left them set
             msg += (f"each was last written by a put still in flight at the producer's flag write (MT401): it "
                     f"landed after rank {own} took the slots it saw and reset those")
@@ -258,23 +261,3 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     # their cores, put it in the launch of both.
     out[c] = (p < len(comp)) & (pk[pv] == core_pair) & (earliest_end[pv] < rr[c])
     return out
-
-
-def _late_puts(trace, last_rows) -> tuple:
-    """(MT401, key) causes when every word's last write is a put a flag write overtook, else ().
-
-    Such a put can land after the owner consumed the slots and reset those it
-    saw: the word is left set by the producer's missing drain, not by a
-    missing reset. One word written by anything else keeps the hit a root.
-    """
-    rows = np.unique(np.asarray(last_rows, np.int64))
-    if (trace["kind"][rows] != P.K_PUT).any():
-        return ()
-    flags = U.put_flag(trace)[rows]
-    if (flags < 0).any():
-        return ()
-    u = U.unfenced(trace)
-    keys = [u.key_of_flag(trace, int(f)) for f in np.unique(flags)]
-    if any(k is None for k in keys):
-        return ()
-    return tuple(("MT401", k) for k in dict.fromkeys(keys))

@@ -7,6 +7,7 @@ import numpy as np
 from . import _passes as P
 from . import _words as W
 from ._jit import kernel
+from .analyses import hits_of
 from .base import Confidence, Family, Rule, Severity
 
 K_WRITE, K_PUT, K_PUTSIG, K_SIGNAL, K_AMO = P.K_WRITE, P.K_PUT, P.K_PUTSIG, P.K_SIGNAL, P.K_AMO
@@ -119,6 +120,9 @@ class ResetRacesInflight(Rule):
         the write's issuer has no quiet of its engine (or all; of that peer)
         that completes it before the boundary the reset comes after, the
         write can land after the reset. Each racing write is reported once.
+        Where the write in flight is an amo that MT404 found relied on
+        before its quiet, the hit cites that MT404: the missing quiet is
+        the defect, this race one place it shows.
 
     Why it matters
         The late write re-sets the word the owner just cleaned, so the next
@@ -142,6 +146,9 @@ class ResetRacesInflight(Rule):
     severity = Severity.ERROR
     summary = "Flag reset while a put/signal to it from the previous round is still in flight"
     requires = ("inference", "order", "words")
+    # An atomic in flight at the reset is one MT404 found relied on before its quiet: that
+    # missing quiet is the defect, the race with the reset one place it shows.
+    cites = ("MT404",)
     infers_from = ("reset", "slot_words")
 
     def check(self, trace, ctx):
@@ -158,6 +165,7 @@ class ResetRacesInflight(Rule):
         pairs = _scan(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind, cround, cov, trace["rank"], trace["core"])
         del cround
         seen = set()
+        unquieted = _amo_groups(trace)
         for j, x in pairs:
             r, x = int(w.row[j]), int(w.row[x])
             if r in seen:
@@ -172,6 +180,20 @@ class ResetRacesInflight(Rule):
                    f"{dx['seq']}), which no {dx['engine']} quiet completed before {where}: it can land after "
                    f"the reset")
             conf = P.confidence_for(trace, ranks=[dx["rank"]]) or Confidence.INFERRED
+            cause = unquieted.get(_group_of(trace, x))
+            if cause is not None:
+                msg += " (the atomic was relied on before its quiet: MT404)"
             yield self.hit(msg, rows=(("reset", r), ("in-flight write", x)),
                            key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                           caused_by=(("MT404", cause),) if cause is not None else (),
                            extra={"writer": dx["rank"], "engine": dx["engine"]})
+
+
+def _group_of(trace, row: int) -> tuple:
+    """MT404's grouping of an amo: (rank, core, launch, site)."""
+    return tuple(int(trace[c][row]) for c in ("rank", "core", "launch", "site"))
+
+
+def _amo_groups(trace) -> dict:
+    """MT404's hits of this run by the group of their first amo: {group: hit key}."""
+    return {_group_of(trace, h.rows[0][1]): h.key for h in hits_of(trace, "MT404") if h.rows}

@@ -38,7 +38,8 @@ class GenerationEq(Rule):
         and its word already holds a value beyond the target (the timeout's
         observed value, or the largest value the trace wrote to the word).
         Warning: every other eq compare on a monotonic counter, one hit per
-        (region, site) with the number of waits in `extra`.
+        (region, site) with the number of waits in `extra`, unless an error
+        hit already names that (region, site): one defect, one root.
 
     Why it matters
         A generation only grows. A peer that has already entered the next
@@ -95,8 +96,13 @@ class GenerationEq(Rule):
         if not len(rest):
             return
         site = trace["site"][begins[rest]].astype(np.int64)
+        # The == at a (region, site) is one defect: where one of its waits is proven stuck
+        # beyond its target, that error is the defect's root, and its other waits no second one.
+        proven = set(zip(reg[begins[beyond]].tolist(), trace["site"][begins[beyond]].astype(np.int64).tolist()))
         _, first, _, counts = group_columns((reg[begins[rest]], site))
         for f, c in sorted(zip(first.tolist(), counts.tolist())):
+            if (int(reg[begins[rest[f]]]), int(site[f])) in proven:
+                continue
             b = int(begins[rest[f]])
             d = trace.describe(b)
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: wait {d['region']}[{d['offset']}] eq "
@@ -119,4 +125,5 @@ class GenerationEq(Rule):
                f"ahead and == never holds again; compare with ge")
         conf = P.confidence_for(trace, ranks=range(trace.manifest.ranks)) or Confidence.CERTAIN
         return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
-                        severity=Severity.ERROR, extra={"target": d["value"], "held": held})
+                        severity=Severity.ERROR, blocks=((d["rank"], d["core"]),),
+                        extra={"target": d["value"], "held": held})

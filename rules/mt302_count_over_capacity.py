@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ingest.contract import Role
+
 from . import _passes as P
+from ._waitfor_stale import not_reset
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -16,7 +19,9 @@ class CountOverCapacity(Rule):
         carries (count events without a capacity are not checked), and every
         deliver event whose receiver took more rows than its capacity (it
         wrote past its segment), one hit per event, with the excess in
-        `extra`.
+        `extra`. A delivery by a receiver whose counter region was left off
+        its reset by the launch before (an MT202 hit) cites that hit: it
+        counted last launch's rows too.
 
     Why it matters
         The receiver has room for `capacity` rows of that (local expert,
@@ -39,6 +44,9 @@ class CountOverCapacity(Rule):
     family = Family.CAPACITY_TRUNCATION
     severity = Severity.ERROR
     summary = "Rows announced or taken above the receive capacity (count.value or delivered > capacity)"
+    # A receiver whose counter was not reset after the launch before counts last launch's rows
+    # too: it takes more than were sent, and that missing reset is the defect.
+    cites = ("MT202",)
 
     def check(self, trace, ctx):
         if trace.n == 0:
@@ -56,6 +64,16 @@ class CountOverCapacity(Rule):
                 what = verb.format(n=d[rows], o=d[other])
                 msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {what} for local expert "
                        f"{d['local_expert']}, capacity {d['capacity']} ({excess} {excess_is})")
+                stale = _stale_counters(trace, d["rank"], d["launch"]) if kind == P.Kind.DELIVER else ()
+                if stale:
+                    msg += " (its counter was not reset after the previous launch)"
                 yield self.hit(msg, rows=((kind.wire, int(r)),), key=(d["rank"], d["core"], d["seq"]),
-                               confidence=Confidence.CERTAIN,
+                               confidence=Confidence.CERTAIN, caused_by=tuple(("MT202", k) for k in stale),
                                extra={"excess": excess, other: d[other], "local_expert": d["local_expert"]})
+
+
+def _stale_counters(trace, owner: int, launch: int) -> list[tuple]:
+    """MT202 keys of the owner's counter regions left unreset by the launch before ``launch``."""
+    regions = trace.manifest.regions
+    return [k for (o, region, L), (k, _) in not_reset(trace).items()
+            if o == owner and L == launch - 1 and regions[region].role == Role.COUNTER]

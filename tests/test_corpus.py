@@ -1,8 +1,11 @@
 """The corpus (tests/corpus/README.md): traces not written by our simulator, each with its expected roots.
 
 Each trace directory holds raw input (JSON lines or ring dumps) and expect.json; diagnose must
-report exactly the expected error/warning root causes, by (code, rank[, core]). A failure here
-is a wrong diagnosis on a trace that follows the contract: fix the rules, never the expectation.
+report exactly the expected error/warning root causes, by (code, rank[, core]), and each expected
+root as ONE root-cause class (analyzer.classes, what the text report and SARIF show): its other
+places are places of that class or symptoms, never a second root class of the same defect. A
+failure here is a wrong diagnosis on a trace that follows the contract: fix the rules, never the
+expectation.
 """
 
 from __future__ import annotations
@@ -54,6 +57,32 @@ def test_corpus_is_big_enough_and_consistent():
         assert exp["note"], name
 
 
+def class_mismatch(expect: dict, classes: list[set[tuple]]) -> list[str]:
+    """Expected roots reported as more than one root class: [] when each is one class.
+
+    ``classes``: per error/warning root class, the (code, rank, core) of its gating members.
+    """
+    problems = []
+    for item in expect["roots"]:
+        fits = [c for c in classes if any(_matches(item, g) for g in c)]
+        if not item.get("optional") and len(fits) > 1:
+            shown = ", ".join(sorted({f"{g[0]}" for c in fits for g in c}))
+            problems.append(f"root {item['code']} at rank {item['rank']} core {item['core']} is "
+                            f"{len(fits)} root classes ({shown}): one defect, one class")
+    return problems
+
+
+def root_classes(report) -> list[set[tuple]]:
+    by_id = {f.id: f for f in report.findings}
+    out = []
+    for c in report.classes:
+        places = {(f.code, f.location.rank, f.location.core) for f in (by_id[m] for m in c.members)
+                  if f.is_root and f.severity in GATING}
+        if places:
+            out.append(places)
+    return out
+
+
 @pytest.mark.parametrize("name", TRACES)
 def test_diagnosis_names_the_expected_roots(name):
     from analyzer.engine import diagnose
@@ -61,7 +90,7 @@ def test_diagnosis_names_the_expected_roots(name):
     report = diagnose(CORPUS / name)
     _golden.check(f"corpus-{name}", report)
     got = {(f.code, f.location.rank, f.location.core) for f in report.roots if f.severity in GATING}
-    problems = mismatch(_expect(name), got)
+    problems = mismatch(_expect(name), got) + class_mismatch(_expect(name), root_classes(report))
     assert not problems, f"{name}: " + "; ".join(problems)
 
 
@@ -103,3 +132,12 @@ def test_mismatch_compares_exactly():
     assert mismatch(exp, {("MT204", 3, 0)}) == ["missing root ['MT202', 'MT201'] at rank 1 core None"]
     assert mismatch(exp, {("MT201", 1, 0), ("MT502", 3, 1)}) == ["unexpected root MT502 at rank 3 core 1"]
     assert mismatch({"roots": []}, set()) == []
+
+
+def test_class_mismatch_counts_root_classes_per_expected_root():
+    exp = {"roots": [{"code": ["MT202", "MT201"], "rank": 1, "core": None},
+                     {"code": "MT204", "rank": None, "core": None, "optional": True}]}
+    assert class_mismatch(exp, [{("MT202", 1, 0), ("MT202", 1, 1)}]) == []
+    assert class_mismatch(exp, [{("MT204", 0, 0)}, {("MT204", 2, 0)}, {("MT202", 1, 0)}]) == []
+    assert class_mismatch(exp, [{("MT202", 1, 0)}, {("MT201", 1, 1)}]) == [
+        "root ['MT202', 'MT201'] at rank 1 core None is 2 root classes (MT201, MT202): one defect, one class"]

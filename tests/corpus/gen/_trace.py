@@ -234,10 +234,18 @@ class Trace:
                 raise Inconsistent(f"rank {w.rank} core {w.core} left waiting on {w.region}[{w.offset}] "
                                    f"{w.cmp} {w.value}, which holds {self.read(w.rank, w.region, w.offset)}")
 
-    def kept_events(self, cut_before: int | None = None) -> list[dict]:
-        """Events in (rank, core, seq) order, without dropped ranks or a cut prefix."""
-        out = [e for e in self.events if e["rank"] not in self.dropped_ranks
-               and (cut_before is None or e["_t"] >= cut_before)]
+    def kept_events(self, cut_before: int | dict | None = None) -> list[dict]:
+        """Events in (rank, core, seq) order, without dropped ranks or a cut prefix: ``cut_before``
+        a real time (every core's dump starts there) or {(rank, core): seq} (that core's dump
+        starts at its event ``seq``: each core's buffer flushed from its own point)."""
+        def kept(e) -> bool:
+            if cut_before is None:
+                return True
+            if isinstance(cut_before, dict):
+                return e["seq"] >= cut_before.get((e["rank"], e["core"]), 0)
+            return e["_t"] >= cut_before
+
+        out = [e for e in self.events if e["rank"] not in self.dropped_ranks and kept(e)]
         out.sort(key=lambda e: (e["rank"], e["core"], e["seq"]))
         return [{k: v for k, v in e.items() if k != "_t"} for e in out]
 
@@ -246,7 +254,7 @@ def dump_json(obj) -> str:
     return json.dumps(obj, indent=2, sort_keys=False) + "\n"
 
 
-def write_jsonl(trace: Trace, out: Path, cut_before: int | None = None) -> None:
+def write_jsonl(trace: Trace, out: Path, cut_before: int | dict | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "manifest.json").write_text(dump_json(trace.manifest()))
     lines = [json.dumps(e, separators=(",", ":")) for e in trace.kept_events(cut_before)]

@@ -15,6 +15,7 @@ if __package__ in (None, ""):  # run as a script: make the package importable
 
 from . import cases_classic, fused, generation, reduce_scatter, udma_counts  # noqa: E402,F401  (registering)
 from . import cases_engines  # noqa: E402,F401  (registering)
+from . import cases_roots, split_generation  # noqa: E402,F401  (registering)
 from ._trace import dump_json, write_jsonl  # noqa: E402
 from .registry import CASES  # noqa: E402
 

@@ -25,8 +25,10 @@ def rows(g, r, d, e):
 
 
 class UdmaCounts:
-    def __init__(self, rounds=2, *, no_quiet=(), late=0, annotated=False):
+    def __init__(self, rounds=2, *, no_quiet=(), late=0, annotated=False, engine="udma", keep=()):
         self.rounds, self.no_quiet, self.late = rounds, set(no_quiet), late
+        self.engine = engine  # "roce": the same exchange with RoCE atomics and roce quiets
+        self.keep = set(keep)  # (launch, rank, region): core 0 does not reset that region
         regs = [{"name": "recv_count", "role": "counter", "elem_bytes": 4, "length": L * P, "reset": 0,
                  "index": "segment"},
                 {"name": "done", "role": "flag", "elem_bytes": 4, "length": P, "reset": 0, "index": "rank"}]
@@ -53,12 +55,13 @@ class UdmaCounts:
                 for e in range(L):
                     tr.count(r, c, d, e, rows(g, r, d, e), capacity=CAP if tr.annotated else None)
                     late = (g, r, c) in self.no_quiet
-                    eff = tr.amo(r, c, d, "recv_count", e * P + r, rows(g, r, d, e), land=not late)
+                    eff = tr.amo(r, c, d, "recv_count", e * P + r, rows(g, r, d, e), land=not late,
+                                 engine=self.engine)
                     if late:  # no UDMA quiet: the add reaches d after d has read its counts
                         self.runner.land_after(self.late, eff)
                     yield RAN
                 if (g, r, c) not in self.no_quiet:
-                    tr.quiet(r, c, "udma", d)
+                    tr.quiet(r, c, self.engine, d)
                 tr.signal(r, c, d, "done", r, 1)
                 yield RAN
             if c == 0:
@@ -68,8 +71,9 @@ class UdmaCounts:
                     for s in range(P):
                         n = tr.read(r, "recv_count", e * P + s)
                         tr.deliver(r, c, e, s, n, n, CAP)
-                tr.write(r, c, "recv_count", 0, L * P * 4, 0)
-                tr.write(r, c, "done", 0, P * 4, 0)
+                for region, n in (("recv_count", L * P), ("done", P)):
+                    if (g, r, region) not in self.keep:
+                        tr.write(r, c, region, 0, n * 4, 0)
             tr.kernel(r, c, NAME, False)
             yield RAN
 

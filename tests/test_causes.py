@@ -1,0 +1,78 @@
+"""The one root decision (analyzer.causes.link) on hand-made drafts, without a trace.
+
+(a) a cited cause that was reported explains a finding; (b) a root whose stuck wait blocks every
+place a finding says made no progress explains it; (c) a finding whose evidence may lie in a gap
+is a partial-trace note, never an error or warning root, whatever its severity was.
+"""
+
+from __future__ import annotations
+
+from analyzer.causes import link
+from analyzer.finding import Finding, Location
+
+
+def draft(code, rank, core, severity="error", key=None, **private) -> Finding:
+    extra = {"_causes": tuple(private.pop("causes", ())), **{f"_{k}": v for k, v in private.items()}}
+    return Finding(id="", code=code, family="hang", name=code.lower(), severity=severity, confidence="certain",
+                   message=f"{code} at rank {rank}", location=Location(rank=rank, core=core),
+                   key=key or (rank, core if core is not None else 0, 0), extra=extra)
+
+
+def by_code(findings):
+    return {f.code: f for f in findings}
+
+
+def test_a_gap_makes_a_partial_trace_note_whatever_the_severity():
+    out = by_code(link([draft("MT201", 0, 0, gap="rank 3 lost 39 events on core 0")]))
+    f = out["MT201"]
+    assert (f.severity, f.confidence) == ("note", "partial-trace")
+    assert f.message.endswith("[partial trace: rank 3 lost 39 events on core 0; the missing event may be in the gap]")
+    assert f.extra["partial_trace"] == "rank 3 lost 39 events on core 0"
+    assert not any(k.startswith("_") for k in f.extra)
+
+
+def test_the_waiter_of_a_root_is_its_symptom():
+    root = draft("MT204", 0, 0, blocks=((0, 0),))
+    stop = draft("MT103", 0, None, key=(0, 1, 9), stalls=((0, None),))
+    out = by_code(link([stop, root]))
+    assert out["MT204"].is_root and not out["MT103"].is_root
+    assert out["MT103"].caused_by == (out["MT204"].id,)
+    assert out["MT103"].id in out["MT204"].explains
+
+
+def test_a_rank_blocked_elsewhere_stays_a_root():
+    root = draft("MT204", 1, 0, blocks=((1, 0),))
+    stop = draft("MT103", 0, None, key=(0, 1, 9), stalls=((0, None),))
+    out = by_code(link([stop, root]))
+    assert out["MT103"].is_root and out["MT204"].is_root
+
+
+def test_a_core_level_stall_needs_that_core_blocked():
+    root = draft("MT204", 0, 0, blocks=((0, 0),))
+    stop = draft("MT103", 0, 1, key=(0, 1, 9), stalls=((0, 1),))
+    assert by_code(link([stop, root]))["MT103"].is_root
+
+
+def test_an_error_never_hides_under_a_note():
+    weak = draft("MT101", 0, 0, blocks=((0, 0),), gap="rank 0 lost 4 events on core 0")
+    stop = draft("MT103", 0, None, key=(0, 1, 9), stalls=((0, None),))
+    out = by_code(link([stop, weak]))
+    assert out["MT101"].severity == "note" and out["MT103"].is_root
+
+
+def test_a_cited_cause_still_explains_first():
+    cause = draft("MT501", 2, 0)
+    wait = draft("MT101", 2, 1, causes=[("MT501", (2, 0, 0))], blocks=((2, 1),))
+    stop = draft("MT103", 2, None, key=(2, 1, 5), stalls=((2, None),))
+    out = by_code(link([wait, stop, cause]))
+    assert out["MT101"].caused_by == (out["MT501"].id,)
+    # rank 2 core 1 spins in a symptom's wait: the stop is that wait's symptom, so the route's too
+    assert out["MT103"].caused_by == (out["MT101"].id,)
+    assert out["MT103"].id in out["MT501"].explains
+
+
+def test_a_stall_never_explains_its_own_cause():
+    stop = draft("MT103", 0, None, key=(0, 1, 9), stalls=((0, None),))
+    wait = draft("MT101", 0, 0, causes=[("MT103", (0, 1, 9))], blocks=((0, 0),))
+    out = by_code(link([stop, wait]))
+    assert out["MT103"].is_root and out["MT101"].caused_by == (out["MT103"].id,)
