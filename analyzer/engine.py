@@ -251,9 +251,12 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     ``times`` adds up each rule's seconds (check and evidence, not the shared
     analyses); ``tell("rule", 1)`` as each rule ends.
     """
+    from ingest._jit import warm
     from rules.analyses import run
     from rules.trace import TraceView
 
+    if selected:
+        warm()  # numba's tables out of the collections below, before the window's own objects exist
     trace = TraceView(ds, blocks=window.blocks)
     trace.prefetch()
     prof and prof.mark(f"read: {trace.n:,} events, {len(trace.loaded)} columns")
