@@ -1,4 +1,4 @@
-"""The optimistic JSON-lines path: pyarrow's C++ JSON reader plus vectorised checks.
+"""The optimistic JSON-lines path: a compiled parser to typed columns (``ingest.jsonl_scan``) plus vectorised checks.
 
 It only ever says "valid, here is the table" or "not sure": on anything it
 cannot vouch for (a parse error, an unexpected key, a blank line, a value out
@@ -11,21 +11,18 @@ Every check is derived from ``ingest.contract`` like the line-by-line path's.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pj
 
 from .contract import ALLOWED, COLUMN, COLUMNS, ENVELOPE, FIELDS, SCHEMA, Kind, json_name, kind_columns
+from .jsonl_scan import Keys, parse
 from .text_stream import BOM
 from .manifest import Manifest
 
 _CHUNK = 1 << 26
-# Two objects on one line. A match inside a string only costs a careful re-read.
-_MULTI = re.compile(rb"\}[ \t\r\f\v]*\{")
 
 
 class _NotSure(Exception):
@@ -47,6 +44,7 @@ def _plan():
 
 
 _KEYS, _READ_SCHEMA = _plan()
+_READ_KEYS = Keys(_READ_SCHEMA)
 _NKINDS = max(FIELDS) + 1
 _KIND_NAMES = [k.wire for k in Kind]
 _KIND_CODES = np.array([int(Kind.from_wire(k)) for k in _KIND_NAMES])
@@ -111,24 +109,8 @@ def _chunks(path: Path, compression: str | None):
 
 
 def _parse(data: bytes) -> pa.Table:
-    if _MULTI.search(data):
-        raise _NotSure
-    lines = data.count(b"\n")
-    # Only lines that are each one flat object reach pyarrow: every line opens with '{' and
-    # closes with '}', no other '{' and no '[' anywhere. pyarrow's JSON reader crashes the
-    # process (SIGSEGV) on a line that is not an object ("null" before an object) and on
-    # deeply nested objects. A brace or bracket inside a string only costs a careful re-read.
-    if (not data.startswith(b"{") or b"[" in data or data.count(b"\n{") != lines - 1
-            or data.count(b"{") != lines or data.count(b"}\n") + data.count(b"}\r\n") != lines):
-        raise _NotSure
-    table = pj.read_json(pa.BufferReader(data),
-                         # larger blocks measured slower; threads only pay off past a block
-                         read_options=pj.ReadOptions(block_size=1 << 20, use_threads=len(data) > 1 << 20),
-                         parse_options=pj.ParseOptions(explicit_schema=_READ_SCHEMA,
-                                                       unexpected_field_behavior="error"))
-    # pyarrow skips blank lines; with one object per line at most, any blank
-    # line shows as rows != lines (and would shift row -> line numbers).
-    if table.num_rows != lines:
+    table = parse(data, data.count(b"\n"), _READ_KEYS)
+    if table is None:
         raise _NotSure
     return table
 
