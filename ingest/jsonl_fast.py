@@ -108,11 +108,16 @@ def _chunks(path: Path, compression: str | None):
             raise _NotSure  # a whitespace-only unterminated last line: leave it to the careful path
 
 
-def _parse(data: bytes) -> pa.Table:
-    table = parse(data, data.count(b"\n"), _READ_KEYS)
-    if table is None:
+def _parse(data: bytes) -> tuple[pa.Table, dict]:
+    got = parse(data, data.count(b"\n"), _READ_KEYS)
+    if got is None:
         raise _NotSure
-    return table
+    return got
+
+
+def _read_chunk(data: bytes, manifest: Manifest) -> pa.Table:
+    raw, numeric = _parse(data)
+    return validate(raw, manifest, numeric)
 
 
 def _np(col) -> np.ndarray:
@@ -125,8 +130,13 @@ def _codes(col: pa.ChunkedArray, names: list[str]) -> np.ndarray:
     return _np(idx.fill_null(-1)).astype(np.int64)
 
 
-def validate(raw: pa.Table, manifest: Manifest) -> pa.Table:
-    """The contract table for ``raw`` (one file's rows in order), or _NotSure."""
+def validate(raw: pa.Table, manifest: Manifest, numeric: dict | None = None) -> pa.Table:
+    """The contract table for ``raw`` (one file's rows in order), or _NotSure.
+
+    ``numeric``: key -> (values, present) as numpy arrays, 0 where absent, for the integer
+    keys the parser already holds so (``ingest.jsonl_scan.parse``); the rest come from ``raw``.
+    """
+    numeric = numeric or {}
     n = raw.num_rows
     kind = _codes(raw.column("kind"), _KIND_NAMES)
     if n and (kind < 0).any():
@@ -138,12 +148,13 @@ def validate(raw: pa.Table, manifest: Manifest) -> pa.Table:
     valid: dict[str, np.ndarray] = {}
     for key, entries in _CHECKS.items():
         col = raw.column(key)
-        if col.null_count == n:
+        given = numeric.get(key)
+        if (col.null_count == n) if given is None else not given[1].any():
             # On no row: only a kind that requires it can object. Most keys of a small file.
             if held[_REQUIRED_BY[key]].any():
                 raise _NotSure
             continue
-        present = _np(col.is_valid())
+        present = _np(col.is_valid()) if given is None else given[1]
         carriers = np.zeros(n, dtype=bool)
         for cname, spec, carry, required, ks, names, code_of, allowed in entries:
             if not (carry & held).any() and spec.type != pa.string():
@@ -167,7 +178,7 @@ def validate(raw: pa.Table, manifest: Manifest) -> pa.Table:
             elif spec.type == pa.string():
                 v = None
             else:
-                v = _np(col.fill_null(0))
+                v = _np(col.fill_null(0)) if given is None else given[0]
                 # Kinds grouped by the range they allow (a peer is a rank on a put, any int16 on a count).
                 ranges: dict[tuple[int, int], list[int]] = {}
                 for k, kind_ in ks:
@@ -215,7 +226,7 @@ def _seq_ok(table: pa.Table) -> bool:
 def read_fast(path: Path, manifest: Manifest, compression: str | None):
     """(table, line numbers) or None when the careful path must decide."""
     try:
-        tables = [validate(_parse(data), manifest) for data in _chunks(path, compression)]
+        tables = [_read_chunk(data, manifest) for data in _chunks(path, compression)]
     except (_NotSure, pa.ArrowException, OSError, ValueError):
         return None
     if not tables:

@@ -201,8 +201,12 @@ def _gather(data, start, length, present, offsets, chars):
     offsets[len(start)] = pos
 
 
-def parse(data: bytes, rows: int, keys: Keys) -> pa.Table | None:
-    """The raw table (``keys.schema``) of ``rows`` lines, or None where the careful path must read them."""
+def parse(data: bytes, rows: int, keys: Keys) -> tuple[pa.Table, dict[str, tuple[np.ndarray, np.ndarray]]] | None:
+    """The raw table (``keys.schema``) of ``rows`` lines, or None where the careful path must read them.
+
+    Also each integer key's (values, present) as the numpy arrays the table's columns
+    were made from (0 where absent), so the checks need not convert them back.
+    """
     buf = np.frombuffer(data, dtype=np.uint8)
     nk = len(keys.names)
     val = np.zeros((nk, rows), dtype=np.int64)
@@ -210,9 +214,11 @@ def parse(data: bytes, rows: int, keys: Keys) -> pa.Table | None:
     present = np.zeros((nk, rows), dtype=np.bool_)
     if _scan(buf, rows, keys.bytes, keys.start, keys.length, keys.is_str, keys.slots, val, slen, present):
         return None
-    columns = []
+    columns, numeric = [], {}
     for k, field in enumerate(keys.schema):
         here = present[k]
+        if not keys.is_str[k]:
+            numeric[field.name] = (val[k], here)
         if not here.any():
             columns.append(pa.nulls(rows, field.type))
             continue
@@ -224,4 +230,4 @@ def parse(data: bytes, rows: int, keys: Keys) -> pa.Table | None:
             columns.append(pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(chars), validity))
         else:
             columns.append(pa.Array.from_buffers(pa.int64(), rows, [validity, pa.py_buffer(val[k])]))
-    return pa.Table.from_arrays(columns, schema=keys.schema)
+    return pa.Table.from_arrays(columns, schema=keys.schema), numeric
