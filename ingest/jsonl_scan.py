@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from ._jit import kernel
 
-_SLOTS = 256  # open-addressing table of key hashes: > 4x the keys, so probes stay short
+_SLOTS = 256  # open-addressing table of key hashes: > 4x the keys, so probes stay short; a power of 2
 _INT64_TOP = (2**63 - 1) // 10  # 18 digits always fit int64; a 19th must keep the value within it
 
 
@@ -50,9 +50,9 @@ class Keys:
         self.length = np.array([len(r) for r in raw], dtype=np.int64)
         self.slots = np.full(_SLOTS, -1, dtype=np.int64)
         for i, r in enumerate(raw):
-            s = _hash(r) % _SLOTS
+            s = _hash(r) & (_SLOTS - 1)
             while self.slots[s] >= 0:
-                s = (s + 1) % _SLOTS
+                s = (s + 1) & (_SLOTS - 1)
             self.slots[s] = i
 
 
@@ -66,7 +66,7 @@ def _scan(data, rows, kbytes, kstart, klen, kstr, slots, val, slen, present):
     """
     n = len(data)
     i = 0
-    nslots = len(slots)
+    mask = len(slots) - 1  # a mask, not a modulo: no division per key
     v = np.int64(0)
     for row in range(rows):
         # Leading whitespace, then one object.
@@ -95,7 +95,7 @@ def _scan(data, rows, kbytes, kstart, klen, kstr, slots, val, slen, present):
                 return 1
             klength = i - k0
             i += 1
-            s = h % nslots
+            s = h & mask
             key = -1
             while slots[s] >= 0:
                 cand = slots[s]
@@ -108,7 +108,7 @@ def _scan(data, rows, kbytes, kstart, klen, kstr, slots, val, slen, present):
                     if same:
                         key = cand
                         break
-                s = (s + 1) % nslots
+                s = (s + 1) & mask
             if key < 0 or present[key, row]:  # unknown, or given twice
                 return 1
             while i < n and (data[i] == 32 or data[i] == 9 or data[i] == 13):
