@@ -313,7 +313,9 @@ def _parallel(dataset: Path, windows, config: Config, selected, jobs: int):
     # are running can leave a worker holding a lock no thread will release.
     ctx = multiprocessing.get_context("spawn")
     codes = [r.code for r in selected]
-    with ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+    from ingest._jit import own_process
+
+    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=own_process) as pool:
         futures = [pool.submit(_window_job, str(dataset), w, config, codes) for w in windows]
         for f in futures:
             yield f.result()

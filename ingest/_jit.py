@@ -17,6 +17,7 @@ from typing import Callable
 
 _loaded: list[str] = []  # module.name of each kernel compiled or loaded here, in order
 _warmed: list[bool] = []
+_own: list[bool] = []  # set by own_process()
 
 
 def kernel(fn: Callable) -> Callable:
@@ -41,8 +42,18 @@ def loaded() -> tuple[str, ...]:
     return tuple(_loaded)
 
 
+def own_process() -> None:
+    """Say that this process is moetrace's own (the command line, a window worker it started).
+
+    Only then does ``warm`` freeze: in someone else's process (a notebook using the
+    Python API, a Ray worker) what is alive at that moment is theirs, and frozen
+    objects that later become cyclic garbage are never collected.
+    """
+    _own.append(True)
+
+
 def warm() -> None:
-    """Import numba and build its compiler's tables once, then take them out of the cyclic GC.
+    """Import numba and build its compiler's tables once; in moetrace's own process, take them out of the cyclic GC.
 
     numba's import and its first compile (or cache load) create ~100,000
     objects that live as long as the process; every full collection after
@@ -56,7 +67,8 @@ def warm() -> None:
     if _warmed:
         return
     _noop()  # numba's import, then its first load from the cache builds the typing and target tables
-    gc.freeze()
+    if _own:
+        gc.freeze()
     _warmed.append(True)
 
 

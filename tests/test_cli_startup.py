@@ -81,3 +81,22 @@ def test_console_script_flushes_the_whole_report_and_keeps_the_exit_code(tmp_pat
     r = subprocess.run([sys.executable, "-c", script, "diagnose", str(tmp_path / "missing")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.startswith("moetrace: error:") and len(r.stderr.splitlines()) == 1
+
+
+def test_only_moetrace_own_process_freezes_objects_out_of_the_collector():
+    """The command line freezes numba's objects (cheap collections after); the Python API, running
+    in the caller's process, never freezes the caller's objects."""
+    trace = str(CORPUS / "classic_invalid_expert_9")
+    api = ("import gc, moetrace\n"
+           f"with moetrace.open({trace!r}) as t:\n    t.diagnose()\n"
+           "print(gc.get_freeze_count())")
+    cli = ("import gc, os, sys\n"
+           f"sys.argv = ['moetrace', 'diagnose', {trace!r}]\n"
+           "sys.stdout = open(os.devnull, 'w')\n"
+           "from analyzer.cli import main\n"
+           "try:\n    main()\nexcept SystemExit:\n    pass\n"
+           "print(gc.get_freeze_count(), file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", api], capture_output=True, text=True, check=True)
+    assert r.stdout.split()[-1] == "0"
+    r = subprocess.run([sys.executable, "-c", cli], capture_output=True, text=True, check=True)
+    assert int(r.stderr.split()[-1]) > 10_000
