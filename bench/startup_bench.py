@@ -128,7 +128,9 @@ def main() -> None:
             lines.append(f"| {name} | {fmt} | {min(walls):.2f} | {statistics.median(walls):.2f} | "
                          f"{min(cpus):.2f} | {statistics.median(cpus):.2f} |")
     probes = {tree: _probe(tree, ds, "text") for tree in trees}
-    facts = [f"- {'this tree' if t == ROOT else t}: {p['kernels']} numba kernels loaded; imports "
+    facts = [f"- {'this tree' if t == ROOT else t}: "
+             + (f"{p['kernels']} numba kernels loaded" if p['kernels'] is not None else
+                "kernels not countable there (no `ingest._jit.loaded`)") + "; imports "
              f"{', '.join(p['heavy'])}; command modules {', '.join(m.split('.')[-1] for m in p['commands'])}; "
              f"reporters {', '.join(m.split('.')[-1] for m in p['reporters']) or 'none'}; simulator modules "
              f"{', '.join(p['kernels_pkg']) or 'none'}" for t, p in probes.items()]
