@@ -14,35 +14,46 @@ import sys
 
 import typer
 
-app = typer.Typer(
-    name="moetrace",
-    help="Trace analysis and post-mortem diagnosis for MoE all-to-all kernels.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+# Registration order is the order of `moetrace --help`.
+_COMMANDS = ("demo", "diagnose", "ingest", "query", "timeline", "simulate", "rules")
+# A command registered by a module of another name.
+_MODULE_OF = {"explain": "rules"}
 
 
-
-@app.callback()
 def _root() -> None:
     """Trace analysis and post-mortem diagnosis for MoE all-to-all kernels."""
     # A callback keeps typer in group mode even if only one command is registered,
     # so `moetrace ingest X` never reads "ingest" as an argument.
 
 
-# Registration order is the order of `moetrace --help`.
-_COMMANDS = ("demo", "diagnose", "ingest", "query", "timeline", "simulate", "rules")
+def _app(only: str | None = None) -> typer.Typer:
+    """The app with every command, or with those of the module ``only``: running a command
+    imports and builds that command alone (the other six modules, the simulator's fault
+    table among them, and typer's conversion of their parameters cost ~40 ms of every run)."""
+    app = typer.Typer(
+        name="moetrace",
+        help="Trace analysis and post-mortem diagnosis for MoE all-to-all kernels.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    app.callback()(_root)
+    for name in (only,) if only else _COMMANDS:
+        try:
+            mod = importlib.import_module(f"analyzer.commands.{name}")
+        except ModuleNotFoundError as e:  # a command still being built
+            if e.name != f"analyzer.commands.{name}":
+                raise
+            continue
+        mod.register(app)
+    return app
 
-for _name in _COMMANDS:
-    try:
-        _mod = importlib.import_module(f"analyzer.commands.{_name}")
-    except ModuleNotFoundError as _e:  # a command still being built
-        if _e.name != f"analyzer.commands.{_name}":
-            raise
-        continue
-    _mod.register(app)
+
+def __getattr__(name: str):
+    if name == "app":  # the whole app, for callers that want typer's object
+        return _app()
+    raise AttributeError(name)
 
 
 def usage_line(e) -> str:
@@ -60,10 +71,18 @@ def usage_line(e) -> str:
 
 
 @functools.cache
-def _command():
-    """The click command typer makes of ``app``, made once: typer remakes it on every call
-    (~65 ms), which in-process callers (the tests, the fuzz campaign) paid per command."""
-    return typer.main.get_command(app)
+def _command(only: str | None = None):
+    """The click command typer makes of the app, made once per command: typer remakes it on
+    every call (~65 ms), which in-process callers (the tests, the fuzz campaign) paid per command."""
+    return typer.main.get_command(_app(only))
+
+
+def _invoked() -> str | None:
+    """The module of the command ``sys.argv`` runs, when it names one (the root takes no
+    options but --help); None for anything else, which gets every command (help, errors)."""
+    first = sys.argv[1] if len(sys.argv) > 1 else None
+    first = _MODULE_OF.get(first, first)
+    return first if first in _COMMANDS else None
 
 
 def main() -> None:
@@ -72,7 +91,7 @@ def main() -> None:
     from ingest.errors import TraceError
 
     try:
-        code = _command()(standalone_mode=False)
+        code = _command(_invoked())(standalone_mode=False)
     except TraceError as e:
         print(f"moetrace: error: {e}", file=sys.stderr)
         sys.exit(2)

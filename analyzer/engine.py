@@ -256,9 +256,12 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     ``times`` adds up each rule's seconds (check and evidence, not the shared
     analyses); ``tell("rule", 1)`` as each rule ends.
     """
+    from ingest._jit import warm
     from rules.analyses import run
     from rules.trace import TraceView
 
+    if selected:
+        warm()  # numba's tables out of the collections below, before the window's own objects exist
     trace = TraceView(ds, blocks=window.blocks)
     trace.prefetch()
     prof and prof.mark(f"read: {trace.n:,} events, {len(trace.loaded)} columns")
@@ -315,7 +318,9 @@ def _parallel(dataset: Path, windows, config: Config, selected, jobs: int):
     # are running can leave a worker holding a lock no thread will release.
     ctx = multiprocessing.get_context("spawn")
     codes = [r.code for r in selected]
-    with ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+    from ingest._jit import own_process
+
+    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=own_process) as pool:
         futures = [pool.submit(_window_job, str(dataset), w, config, codes) for w in windows]
         for f in futures:
             yield f.result()

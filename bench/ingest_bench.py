@@ -282,21 +282,29 @@ passes (kinds as bit masks, presence bits, one check per rule); the dataset
 writer encodes each rank's parquet file in a worker thread as soon as its
 source is added, so the next file decodes while the last one compresses.
 
-Where the time goes: the parquet encoder. pyarrow spends about 0.3 us of CPU
-per row (about 8 ns per column per row, 37 mostly-null contract columns: the
+Where the time goes: the parquet encoder. pyarrow spends about 0.35 us of CPU
+per row (about 9 ns per column per row, 38 mostly-null contract columns: the
 definition levels are computed and RLE-encoded for every column of every
-row), against about 0.1 us to decode a record. The writer options barely
-matter (dictionary / plain / delta encodings, batch and page sizes,
-statistics: all within 10%, measured; codecs: lz4, used, is about 6% faster
-than zstd level 1 for 0.2 more bytes/event, no compression saves nothing
-more); DuckDB's COPY TO parquet was 2.5x slower. On two cores the ceiling is therefore about 2 cores / 0.45
-us = 4.4 M events/s with nothing else running. What would close the gap:
-more cores (ranks encode independently: the writer uses up to 4 threads), a
-writer that encodes the columns of one row group in parallel (Arrow C++ has
-one; pyarrow does not expose it for writing), or fewer physical columns
-(kind-specific fields sharing columns: a contract change). Disk size is well
-under budget: sorted (core, seq) order, delta-encoded seq/ts and dictionary +
-lz4 elsewhere.
+row), against about 0.15-0.2 us to decode and check a record. The writer
+options barely matter (dictionary / plain / delta encodings, batch and page
+sizes, statistics: all within 10%, measured). Codecs, measured again for
+issue 19 (one rank's 625,920 rows, best of 3, one thread): lz4 (used) 347
+ns/event and 2.84 bytes/event, no compression 349 ns and 6.52 bytes, snappy
+356 ns, zstd-1 367 ns and 2.69 bytes: the codec is not the cost, so lz4
+stays. DuckDB's COPY TO parquet was 2.5x slower. Ranks already encode in
+parallel (a worker thread each, up to 4, started as soon as a rank's dump is
+decoded), so on two cores the ceiling is about 2 cores / (0.35 + 0.2) us =
+3.6 M events/s with nothing else running; 5 M events/s on 2 cores needs
+about 0.4 us of CPU per event in all, less than the encoder alone spends.
+What would close the gap: fewer physical columns (kind-specific fields
+sharing columns, a layout change that every reader of the dataset would
+follow: bench/dense_bench.py measured the ring's 19 dense slots at 0.25 us
+per event to encode against 0.50 for the contract columns, which would
+bring the ceiling to about 4.4 M events/s, still short); a writer that
+encodes the columns of one row group in parallel (Arrow C++ has one;
+pyarrow does not expose it for writing); or more cores (ranks encode
+independently). Disk size is well under budget: sorted (core, seq) order,
+delta-encoded seq/ts and dictionary + lz4 elsewhere.
 
 Observed while building this (2-core machine shared with five other
 engineers' test runs): the least loaded run (load average 2.3) ingested the

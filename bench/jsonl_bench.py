@@ -1,13 +1,18 @@
-"""JSON-lines ingest benchmark: the fast path (pyarrow's reader + vectorised checks) and the careful one.
+"""JSON-lines ingest benchmark: the fast path (compiled scanner + vectorised checks) and the careful one.
 
 Takes the classic-dispatch-like trace of bench/ingest_bench.py (16 ranks x 8
 cores), writes it once as JSON lines the way a kernel would (one file per
-rank, each event only its kind's fields, names for enums and regions; cached
-under bench/cache/), then times ``ingest.run.ingest`` on it (median of
---repeat runs) and, on the first file alone, the careful line-by-line reader
-the fast path falls back to. Rewrites the JSON-lines section of bench/RESULTS.md.
+rank, each event only its kind's fields, names for enums and regions, null
+for an absent optional field; cached under bench/cache/), then times
+``ingest.run.ingest`` on it end to end, a fresh process per run (best and
+median of --repeat), interleaved with the same runs of each --against source
+tree (another checkout, e.g. `git archive main | tar -x -C /tmp/main`), so
+both see the same load; then one in-process run with CPU time split by step
+(thread time summed over threads), and, on the first file alone, the fast
+reader and the careful line-by-line one it falls back to. Rewrites the
+JSON-lines section of bench/RESULTS.md.
 
-    uv run python bench/jsonl_bench.py [--events 2000000] [--repeat 3] [--no-results]
+    uv run python bench/jsonl_bench.py [--events 2000000] [--repeat 3] [--against DIR ...] [--no-results]
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -72,54 +79,126 @@ def build_jsonl(events: int) -> Path:
     return d
 
 
+# One end-to-end ingest in a fresh process: rows, wall s, CPU s (all threads).
+RUN = """
+import shutil, sys, time
+from ingest.run import ingest
+shutil.rmtree(sys.argv[2], ignore_errors=True)
+t, c = time.perf_counter(), time.process_time()
+rep = ingest([sys.argv[1]], sys.argv[2], force=True)
+print(rep.rows_out, time.perf_counter() - t, time.process_time() - c)
+"""
+
+
+def _run(tree: Path, src: Path, out: Path) -> tuple[int, float, float]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(tree)
+    r = subprocess.run([sys.executable, "-c", RUN, str(src), str(out)], cwd=tree, env=env,
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(f"{tree}: ingest failed: {r.stderr.strip()[-600:]}")
+    rows, wall, cpu = r.stdout.split()
+    return int(rows), float(wall), float(cpu)
+
+
+def _cpu_split(src: Path, out: Path) -> dict[str, float]:
+    """One in-process ingest with each step's CPU time (thread time, summed over threads)."""
+    import ingest.jsonl_fast as fast
+    import ingest.writer as writer
+    from ingest.run import ingest
+
+    acc: dict[str, float] = {}
+    lock = threading.Lock()
+    saved = []
+
+    def timed(owner, name, key):
+        fn = getattr(owner, name)
+        saved.append((owner, name, fn))
+
+        def run(*a, **k):
+            t = time.thread_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                with lock:
+                    acc[key] = acc.get(key, 0.0) + time.thread_time() - t
+        setattr(owner, name, run)
+
+    timed(fast, "_parse", "parse")
+    timed(fast, "validate", "check")
+    timed(writer, "write_events", "parquet encode")
+    try:
+        ingest([src], out, force=True)  # compiles or loads the scanner: not what is measured
+        acc.clear()
+        c = time.process_time()
+        rep = ingest([src], out, force=True)
+        acc["all"] = time.process_time() - c
+    finally:
+        for owner, name, fn in saved:
+            setattr(owner, name, fn)
+    return {k: v / rep.rows_out * 1e6 for k, v in acc.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=2_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--against", type=Path, action="append", default=[],
+                    help="another moetrace source tree to time in the same run")
     ap.add_argument("--no-results", action="store_true")
     args = ap.parse_args()
     from ingest.jsonl import read_jsonl
     from ingest.manifest import Manifest
-    from ingest.run import ingest
 
     src = build_jsonl(args.events)
     files = sorted(src.glob("*.jsonl"))
     size = sum(p.stat().st_size for p in files)
     out = CACHE / "jsonl_bench_ds"
+    trees = [ROOT, *[p.resolve() for p in args.against]]
+    for tree in trees:  # compile each tree's kernels and bytecode first
+        _run(tree, src, out)
     load0 = os.getloadavg()[0]
-    times, cpu, rows = [], [], 0
-    for _ in range(args.repeat):
-        t, c = time.perf_counter(), time.process_time()
-        rep = ingest([src], out, force=True)
-        times.append(time.perf_counter() - t)
-        cpu.append(time.process_time() - c)  # every thread of this process: what a loaded machine hides
-        rows = rep.rows_out
+    runs: dict[Path, list[tuple[int, float, float]]] = {t: [] for t in trees}
+    for i in range(args.repeat):
+        for tree in trees:
+            runs[tree].append(_run(tree, src, out))
+        print(f"round {i + 1}/{args.repeat}", file=sys.stderr)
+    rows = runs[ROOT][0][0]
+    times = [w for _, w, _ in runs[ROOT]]
+    cpu = [c for *_, c in runs[ROOT]]
+    split = _cpu_split(src, out)
     m = Manifest.load(src / "manifest.json")
     t = time.perf_counter()
     careful_rows = read_jsonl(files[0], m, fast=False).table.num_rows
     careful = time.perf_counter() - t
-    t = time.perf_counter()
-    fast_rows = read_jsonl(files[0], m).table.num_rows
-    fast = time.perf_counter() - t
+    fast = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        fast_rows = read_jsonl(files[0], m).table.num_rows
+        fast = min(fast, time.perf_counter() - t)
     load1 = os.getloadavg()[0]
     shutil.rmtree(out, ignore_errors=True)
     med = statistics.median(times)
     lines = [
         BEGIN, "## JSON-lines ingest", "",
-        f"`uv run python bench/jsonl_bench.py --events {args.events}` on {_machine()}; "
+        f"`uv run python bench/jsonl_bench.py --events {args.events} --repeat {args.repeat}"
+        + "".join(f" --against {p}" for p in args.against) + f"` on {_machine()}; "
         f"1-minute load average {load0:.1f} before, {load1:.1f} after (the machine was shared: noisy, pessimistic).",
         "",
         f"- ingest of {rows:,} events ({size / 2**20:,.0f} MiB of JSON lines, {len(files)} files, "
-        f"{size / rows:.0f} bytes/event) in {med:.2f} s (min {min(times):.2f}, max {max(times):.2f}, "
-        f"{len(times)} runs): {rows / med / 1e6:.2f} M events/s end to end (best {rows / min(times) / 1e6:.2f}), "
-        f"fast path, dataset written",
-        f"- CPU time (all threads) {statistics.median(cpu) / rows * 1e6:.2f} us/event: with a core to itself "
-        f"ingest would run at about {rows / statistics.median(cpu) / 1e6:.2f} M events/s (an estimate from CPU "
-        f"time, not a measurement)",
+        f"{size / rows:.0f} bytes/event) in {med:.2f} s (best {min(times):.2f}, {len(times)} runs, a process "
+        f"each): {rows / med / 1e6:.2f} M events/s end to end (best {rows / min(times) / 1e6:.2f}), fast path, "
+        f"dataset written; CPU (all threads) {min(cpu) / rows * 1e6:.2f} us/event at best, so about "
+        f"{rows / min(cpu) / 1e6:.2f} M events/s on one core to itself (an estimate from CPU time)",
+        *[f"- {t}, same runs: median {statistics.median([w for _, w, _ in runs[t]]):.2f} s (best "
+          f"{min(w for _, w, _ in runs[t]):.2f}), CPU {min(c for *_, c in runs[t]) / rows * 1e6:.2f} us/event at best; "
+          f"this tree / that: {med / statistics.median([w for _, w, _ in runs[t]]):.2f}x the wall time, "
+          f"{min(cpu) / min(c for *_, c in runs[t]):.2f}x the CPU" for t in trees[1:]],
+        f"- CPU per event by step (one in-process run, thread time): parse {split['parse']:.3f} us, "
+        f"checks {split['check']:.3f} us, parquet encode {split['parquet encode']:.3f} us, all {split['all']:.3f} us",
         f"- one file ({fast_rows:,} events): fast path {fast_rows / fast / 1e6:.2f} M events/s read and checked, "
         f"careful line-by-line path {careful_rows / careful / 1e6:.2f} M events/s (what a file the fast path is not "
-        f"sure of costs)",
-        "- the issue saw about 0.2 M events/s (6 M events in 30 s) before the fast path", END]
+        f"sure of costs)", END]
     block = "\n".join(lines)
     print(block)
     if not args.no_results:

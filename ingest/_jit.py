@@ -2,14 +2,22 @@
 
 ``moetrace --help`` must not pay numba's import (about a second), so a kernel
 module only imports numba inside ``kernel``'s first call. Compiled code is
-cached on disk (``cache=True``): a second run compiles nothing. It lives in
-``ingest`` (the lowest layer that compiles kernels); ``rules._jit`` re-exports it.
+cached on disk (``cache=True``): a second run compiles nothing, but loading a
+kernel from the cache still costs a few ms each, so each kernel is loaded
+only when first called (``loaded()`` names those this process loaded). It
+lives in ``ingest`` (the lowest layer that compiles kernels); ``rules._jit``
+re-exports it.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 from typing import Callable
+
+_loaded: list[str] = []  # module.name of each kernel compiled or loaded here, in order
+_warmed: list[bool] = []
+_own: list[bool] = []  # set by own_process()
 
 
 def kernel(fn: Callable) -> Callable:
@@ -22,7 +30,58 @@ def kernel(fn: Callable) -> Callable:
             import numba
 
             compiled.append(numba.njit(cache=True, nogil=True)(fn))
+            _loaded.append(f"{fn.__module__}.{fn.__name__}")
         return compiled[0](*args)
 
     call.py_func = fn  # the pure-Python original, for debugging and tests
     return call
+
+
+def loaded() -> tuple[str, ...]:
+    """The kernels this process has compiled or loaded from the cache (``module.name``), in order."""
+    return tuple(_loaded)
+
+
+def own_process() -> None:
+    """Say that this process is moetrace's own (the command line, a window worker it started).
+
+    Only then does ``warm`` freeze: in someone else's process (a notebook using the
+    Python API, a Ray worker) what is alive at that moment is theirs, and frozen
+    objects that later become cyclic garbage are never collected.
+    """
+    _own.append(True)
+
+
+def warm() -> None:
+    """Import numba and build its compiler's tables once; in moetrace's own process, take them out of the cyclic GC.
+
+    numba's import and its first compile (or cache load) create ~100,000
+    objects that live as long as the process; every full collection after
+    that walks them all (~70 ms each, measured: the engine collects once per
+    window). ``gc.freeze`` moves the objects alive at this moment into the
+    permanent generation, so call this before building a trace's tables
+    (the engine does, before each window's view), when what is alive is long-lived:
+    modules, rule classes, the open dataset; a kernel's first call does not freeze, since it
+    runs amid a rule's tables. Called again, it does nothing.
+    """
+    if _warmed:
+        return
+    _noop()  # numba's import, then its first load from the cache builds the typing and target tables
+    if _own:
+        gc.freeze()
+    _warmed.append(True)
+
+
+def _noop_py(x):
+    return x
+
+
+@functools.cache
+def _noop_kernel():
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(_noop_py)
+
+
+def _noop() -> None:
+    _noop_kernel()(0)

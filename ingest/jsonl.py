@@ -3,7 +3,7 @@
 Every check is derived from ``ingest.contract`` (``FIELDS``, ``COLUMN``,
 ``ALLOWED``, ``JSON_NAME``) and the manifest; nothing here lists fields.
 
-Two paths. ``ingest.jsonl_fast`` parses with pyarrow's JSON reader and checks
+Two paths. ``ingest.jsonl_fast`` parses with a compiled parser to typed columns (``ingest.jsonl_scan``) and checks
 whole columns at once; it answers only "valid" or "not sure". This module's
 line-by-line path is the authority: it runs when the fast one is not sure,
 and names the first offending line. Per line it costs one C-scanner JSON
@@ -202,7 +202,7 @@ class _KindSpec:
 def read_jsonl(path: str | Path, manifest: Manifest, *, fast: bool = True) -> JsonlChunk:
     """Read and validate one JSON-lines file into a contract table (rows in file order).
 
-    ``fast`` first tries pyarrow's JSON reader with vectorised checks
+    ``fast`` first tries a compiled parser with vectorised checks
     (``ingest.jsonl_fast``); whenever that path is not sure, the file is read
     again line by line here, which decides and names the offending line.
     """

@@ -1,4 +1,4 @@
-"""The optimistic JSON-lines path: pyarrow's C++ JSON reader plus vectorised checks.
+"""The optimistic JSON-lines path: a compiled parser to typed columns (``ingest.jsonl_scan``) plus vectorised checks.
 
 It only ever says "valid, here is the table" or "not sure": on anything it
 cannot vouch for (a parse error, an unexpected key, a blank line, a value out
@@ -11,21 +11,18 @@ Every check is derived from ``ingest.contract`` like the line-by-line path's.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pj
 
 from .contract import ALLOWED, COLUMN, COLUMNS, ENVELOPE, FIELDS, SCHEMA, Kind, json_name, kind_columns
+from .jsonl_scan import Keys, parse
 from .text_stream import BOM
 from .manifest import Manifest
 
 _CHUNK = 1 << 26
-# Two objects on one line. A match inside a string only costs a careful re-read.
-_MULTI = re.compile(rb"\}[ \t\r\f\v]*\{")
 
 
 class _NotSure(Exception):
@@ -47,6 +44,7 @@ def _plan():
 
 
 _KEYS, _READ_SCHEMA = _plan()
+_READ_KEYS = Keys(_READ_SCHEMA)
 _NKINDS = max(FIELDS) + 1
 _KIND_NAMES = [k.wire for k in Kind]
 _KIND_CODES = np.array([int(Kind.from_wire(k)) for k in _KIND_NAMES])
@@ -110,27 +108,16 @@ def _chunks(path: Path, compression: str | None):
             raise _NotSure  # a whitespace-only unterminated last line: leave it to the careful path
 
 
-def _parse(data: bytes) -> pa.Table:
-    if _MULTI.search(data):
+def _parse(data: bytes) -> tuple[pa.Table, dict]:
+    got = parse(data, data.count(b"\n"), _READ_KEYS)
+    if got is None:
         raise _NotSure
-    lines = data.count(b"\n")
-    # Only lines that are each one flat object reach pyarrow: every line opens with '{' and
-    # closes with '}', no other '{' and no '[' anywhere. pyarrow's JSON reader crashes the
-    # process (SIGSEGV) on a line that is not an object ("null" before an object) and on
-    # deeply nested objects. A brace or bracket inside a string only costs a careful re-read.
-    if (not data.startswith(b"{") or b"[" in data or data.count(b"\n{") != lines - 1
-            or data.count(b"{") != lines or data.count(b"}\n") + data.count(b"}\r\n") != lines):
-        raise _NotSure
-    table = pj.read_json(pa.BufferReader(data),
-                         # larger blocks measured slower; threads only pay off past a block
-                         read_options=pj.ReadOptions(block_size=1 << 20, use_threads=len(data) > 1 << 20),
-                         parse_options=pj.ParseOptions(explicit_schema=_READ_SCHEMA,
-                                                       unexpected_field_behavior="error"))
-    # pyarrow skips blank lines; with one object per line at most, any blank
-    # line shows as rows != lines (and would shift row -> line numbers).
-    if table.num_rows != lines:
-        raise _NotSure
-    return table
+    return got
+
+
+def _read_chunk(data: bytes, manifest: Manifest) -> pa.Table:
+    raw, numeric = _parse(data)
+    return validate(raw, manifest, numeric)
 
 
 def _np(col) -> np.ndarray:
@@ -143,8 +130,13 @@ def _codes(col: pa.ChunkedArray, names: list[str]) -> np.ndarray:
     return _np(idx.fill_null(-1)).astype(np.int64)
 
 
-def validate(raw: pa.Table, manifest: Manifest) -> pa.Table:
-    """The contract table for ``raw`` (one file's rows in order), or _NotSure."""
+def validate(raw: pa.Table, manifest: Manifest, numeric: dict | None = None) -> pa.Table:
+    """The contract table for ``raw`` (one file's rows in order), or _NotSure.
+
+    ``numeric``: key -> (values, present) as numpy arrays, 0 where absent, for the integer
+    keys the parser already holds so (``ingest.jsonl_scan.parse``); the rest come from ``raw``.
+    """
+    numeric = numeric or {}
     n = raw.num_rows
     kind = _codes(raw.column("kind"), _KIND_NAMES)
     if n and (kind < 0).any():
@@ -156,12 +148,13 @@ def validate(raw: pa.Table, manifest: Manifest) -> pa.Table:
     valid: dict[str, np.ndarray] = {}
     for key, entries in _CHECKS.items():
         col = raw.column(key)
-        if col.null_count == n:
+        given = numeric.get(key)
+        if (col.null_count == n) if given is None else not given[1].any():
             # On no row: only a kind that requires it can object. Most keys of a small file.
             if held[_REQUIRED_BY[key]].any():
                 raise _NotSure
             continue
-        present = _np(col.is_valid())
+        present = _np(col.is_valid()) if given is None else given[1]
         carriers = np.zeros(n, dtype=bool)
         for cname, spec, carry, required, ks, names, code_of, allowed in entries:
             if not (carry & held).any() and spec.type != pa.string():
@@ -185,7 +178,7 @@ def validate(raw: pa.Table, manifest: Manifest) -> pa.Table:
             elif spec.type == pa.string():
                 v = None
             else:
-                v = _np(col.fill_null(0))
+                v = _np(col.fill_null(0)) if given is None else given[0]
                 # Kinds grouped by the range they allow (a peer is a rank on a put, any int16 on a count).
                 ranges: dict[tuple[int, int], list[int]] = {}
                 for k, kind_ in ks:
@@ -233,7 +226,7 @@ def _seq_ok(table: pa.Table) -> bool:
 def read_fast(path: Path, manifest: Manifest, compression: str | None):
     """(table, line numbers) or None when the careful path must decide."""
     try:
-        tables = [validate(_parse(data), manifest) for data in _chunks(path, compression)]
+        tables = [_read_chunk(data, manifest) for data in _chunks(path, compression)]
     except (_NotSure, pa.ArrowException, OSError, ValueError):
         return None
     if not tables:

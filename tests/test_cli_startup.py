@@ -1,7 +1,13 @@
 """`moetrace --help` must stay fast: no heavy package may load just to print help."""
 
+import json
 import subprocess
 import sys
+from pathlib import Path
+
+from conftest import run_cli
+
+CORPUS = Path(__file__).parent / "corpus"
 
 HEAVY = ("numpy", "numba", "pyarrow", "duckdb", "polars")
 
@@ -14,3 +20,83 @@ def test_help_imports_no_heavy_package():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "LOADED []" in out, out.splitlines()[-1]
     assert "diagnose" in out and "simulate" in out
+
+
+# What a diagnose in text format must not import: the simulator, the other commands and reporters,
+# and the packages only other commands use. Each costs start-up time on every diagnose.
+NOT_FOR_DIAGNOSE = ("kernels", "polars", "duckdb", "analyzer.report.html", "analyzer.report.json",
+                    "analyzer.report.sarif", "analyzer.report.junit", "analyzer.commands.simulate",
+                    "analyzer.commands.demo", "analyzer.commands.query", "analyzer.commands.timeline",
+                    "analyzer.commands.ingest", "analyzer.commands.rules")
+
+
+def _diagnose_modules(trace: Path, fmt: str) -> tuple[list[str], list[str]]:
+    """(modules a `moetrace diagnose TRACE --format FMT` process imported, kernels it loaded)."""
+    code = ("import json, os, sys\n"
+            f"sys.argv = ['moetrace', 'diagnose', {str(trace)!r}, '--format', {fmt!r}]\n"
+            "sys.stdout = open(os.devnull, 'w')\n"
+            "from analyzer.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "from ingest._jit import loaded\n"
+            "print(json.dumps([sorted(sys.modules), list(loaded())]), file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return tuple(json.loads(r.stderr.strip().splitlines()[-1]))
+
+
+def test_diagnose_imports_only_what_it_uses():
+    modules, kernels = _diagnose_modules(CORPUS / "classic_invalid_expert_9", "text")
+    loaded = [m for m in NOT_FOR_DIAGNOSE if m in modules or any(x.startswith(m + ".") for x in modules)]
+    assert loaded == [], loaded
+    assert "analyzer.report.text" in modules and "numba" in modules
+    assert kernels and len(kernels) == len(set(kernels))  # each kernel loaded once, only when used
+
+
+def test_diagnose_loads_kernels_only_for_the_rules_selected():
+    _, every = _diagnose_modules(CORPUS / "classic_invalid_expert_9", "text")
+    code = ("import json, sys\n"
+            f"sys.argv = ['moetrace', 'diagnose', {str(CORPUS / 'classic_invalid_expert_9')!r}, '--select', 'MT501']\n"
+            "from analyzer.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "from ingest._jit import loaded\n"
+            "print(json.dumps(list(loaded())), file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    some = json.loads(r.stderr.strip().splitlines()[-1])
+    assert set(some) < set(every), (some, every)
+
+
+def test_console_script_flushes_the_whole_report_and_keeps_the_exit_code(tmp_path):
+    """The console script ends the process without the interpreter's teardown: nothing may be lost."""
+    trace = CORPUS / "classic_invalid_expert_9"
+    script = "import sys; from moetrace._cli import main; sys.argv[0] = 'moetrace'; main()"
+    for fmt in ("text", "json"):
+        r = subprocess.run([sys.executable, "-c", script, "diagnose", str(trace), "--format", fmt],
+                           capture_output=True, text=True)
+        inproc = run_cli("diagnose", trace, "--format", fmt)
+        assert (r.returncode, r.stdout) == (inproc.code, inproc.stdout)
+        assert r.returncode == 1 and r.stdout.strip()
+    out = tmp_path / "report.json"
+    r = subprocess.run([sys.executable, "-c", script, "diagnose", str(trace), "--format", "json", "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and json.loads(out.read_text())["findings"]
+    r = subprocess.run([sys.executable, "-c", script, "diagnose", str(tmp_path / "missing")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("moetrace: error:") and len(r.stderr.splitlines()) == 1
+
+
+def test_only_moetrace_own_process_freezes_objects_out_of_the_collector():
+    """The command line freezes numba's objects (cheap collections after); the Python API, running
+    in the caller's process, never freezes the caller's objects."""
+    trace = str(CORPUS / "classic_invalid_expert_9")
+    api = ("import gc, moetrace\n"
+           f"with moetrace.open({trace!r}) as t:\n    t.diagnose()\n"
+           "print(gc.get_freeze_count())")
+    cli = ("import gc, os, sys\n"
+           f"sys.argv = ['moetrace', 'diagnose', {trace!r}]\n"
+           "sys.stdout = open(os.devnull, 'w')\n"
+           "from analyzer.cli import main\n"
+           "try:\n    main()\nexcept SystemExit:\n    pass\n"
+           "print(gc.get_freeze_count(), file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", api], capture_output=True, text=True, check=True)
+    assert r.stdout.split()[-1] == "0"
+    r = subprocess.run([sys.executable, "-c", cli], capture_output=True, text=True, check=True)
+    assert int(r.stderr.split()[-1]) > 10_000

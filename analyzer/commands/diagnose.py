@@ -36,10 +36,13 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
     from analyzer.config import ConfigError, load_config
     from analyzer.engine import RuleError, diagnose
     from analyzer.report import render
+    from ingest._jit import own_process
     from ingest.errors import TraceError
     from ingest.location import as_location
 
     from ._common import Bars
+
+    own_process()  # the command line's process: numba's objects may leave the collector (ingest._jit.warm)
 
     err = sys.stderr
     if fmt not in FORMATS:
