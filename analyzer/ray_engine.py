@@ -80,7 +80,9 @@ def _get(ray, ref) -> list:
     except ray.exceptions.RayTaskError as e:  # the task's own exception: a rule bug, a bad dataset
         cause = getattr(e, "cause", None)
         if isinstance(cause, Exception) and not isinstance(cause, ray.exceptions.RayError):
-            raise cause from None
+            # Raised as itself (its one line is the CLI's); Ray's error, which holds the worker's
+            # traceback as text, rides along as the cause for the crash report (analyzer.exits).
+            raise cause from e
         raise
 
 
