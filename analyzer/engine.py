@@ -226,7 +226,9 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
             drafts.extend(found)
             tell("window", 1)
     elif jobs > 1 and _registered(selected):
-        for found in _parallel(dataset, windows, config, selected, jobs):
+        from .pool import parallel
+
+        for found in parallel(_window_job, dataset, windows, config, [r.code for r in selected], jobs):
             drafts.extend(found)
             tell("window", 1)
     else:
@@ -299,59 +301,6 @@ def _registered(selected: list[type["Rule"]]) -> bool:
 
     reg = registry()
     return all(reg.get(r.code) is r for r in selected)
-
-
-def _parallel(dataset: Path, windows, config: Config, selected, jobs: int):
-    """Each window's findings, in window order, from ``jobs`` worker processes."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # spawn, not fork: forking a process whose pyarrow and numba thread pools
-    # are running can leave a worker holding a lock no thread will release.
-    ctx = multiprocessing.get_context("spawn")
-    codes = [r.code for r in selected]
-    pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_started)
-    try:
-        with _interrupts_ignored():  # the workers are spawned here, and keep Ctrl-C ignored (exec does)
-            futures = [pool.submit(_window_job, str(dataset), w, config, codes) for w in windows]
-        for f in futures:
-            yield f.result()  # a worker's exception is raised here, its traceback as the cause
-    except BaseException:
-        # A window failed or Ctrl-C: run no more windows (only the running ones end, or die of it).
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    finally:
-        pool.shutdown(wait=True)
-
-
-def _worker_started() -> None:
-    """A worker ends at once, silently, on Ctrl-C (the terminal signals the whole process group).
-
-    Its parent says "interrupted"; a worker that raised KeyboardInterrupt printed a traceback of
-    its own and could be left holding the pool's queue lock, so the parent waited for it forever.
-    """
-    import signal
-
-    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
-
-
-class _interrupts_ignored:
-    """Ctrl-C ignored while workers are spawned: one interrupted while it imports prints a traceback."""
-
-    def __enter__(self):
-        import signal
-        import threading
-
-        self.old = None
-        if threading.current_thread() is threading.main_thread():  # signal.signal works there only
-            self.old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        import signal
-
-        if self.old is not None:
-            signal.signal(signal.SIGINT, self.old)
 
 
 # A window executor: (dataset, windows, config, rule codes) -> each window's findings, in window order.
