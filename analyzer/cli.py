@@ -3,7 +3,9 @@
 Each command lives in its own module under ``analyzer/commands`` and imports
 its heavy dependencies (pyarrow, duckdb, numba) inside the command body, so
 ``moetrace --help`` stays fast.  Exit codes: 0 clean, 1 findings at or above
---fail-on, 2 bad usage or unreadable input (one line on stderr, no traceback).
+--fail-on, 2 bad usage or unreadable input (one line on stderr, no traceback),
+3 an internal error, a bug in moetrace (one line on stderr naming the crash
+report written with its traceback: ``analyzer.exits``), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -56,20 +58,6 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-def usage_line(e) -> str:
-    """A usage error in one line, worded as config errors are: 'command line: --format: 'x' is not one of ...'.
-
-    No usage block: every error moetrace prints is one line (the help is one --help away).
-    """
-    where = e.ctx.command_path if getattr(e, "ctx", None) is not None else "moetrace"
-    param = getattr(e, "param", None)
-    if param is not None and getattr(e, "message", None):
-        opts = [o for o in getattr(param, "opts", []) if o.startswith("--")] or [param.human_readable_name]
-        text = e.message.replace("Value error, ", "").rstrip(".")
-        return f"command line: {opts[0]}: {' '.join(text.split())} (see '{where} --help')"
-    return f"{' '.join(e.format_message().split())} (see '{where} --help')"
-
-
 @functools.cache
 def _command(only: str | None = None):
     """The click command typer makes of the app, made once per command: typer remakes it on
@@ -86,27 +74,16 @@ def _invoked() -> str | None:
 
 
 def main() -> None:
-    from typer._click import exceptions as click_errors
-
-    from ingest.errors import TraceError
+    from analyzer.exits import handle, interrupted
 
     try:
         code = _command(_invoked())(standalone_mode=False)
-    except TraceError as e:
-        print(f"moetrace: error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except click_errors.NoArgsIsHelpError as e:  # `moetrace` or `moetrace simulate` alone: the help
-        e.show()
-        sys.exit(e.exit_code)
-    except click_errors.UsageError as e:
-        print(f"moetrace: error: {usage_line(e)}", file=sys.stderr)
-        sys.exit(e.exit_code)
-    except click_errors.ClickException as e:
-        print(f"moetrace: error: {' '.join(e.format_message().split())}", file=sys.stderr)
-        sys.exit(e.exit_code)
-    except (KeyboardInterrupt, click_errors.Abort):
-        print("moetrace: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except SystemExit:  # a command's own exit: its code stands
+        raise
+    except BaseException as e:  # noqa: BLE001  (every error ends as one line and an exit code: analyzer.exits)
+        sys.exit(handle(e))
+    if code == 130:  # typer 0.29 turns Ctrl-C into Exit(130) and returns it, having said nothing
+        sys.exit(interrupted())
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -231,7 +231,9 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
             drafts.extend(found)
             tell("window", 1)
     elif jobs > 1 and _registered(selected):
-        for found in _parallel(dataset, windows, config, selected, jobs):
+        from .pool import parallel
+
+        for found in parallel(_window_job, dataset, windows, config, [r.code for r in selected], jobs):
             drafts.extend(found)
             tell("window", 1)
     else:
@@ -307,23 +309,6 @@ def _registered(selected: list[type["Rule"]]) -> bool:
 
     reg = registry()
     return all(reg.get(r.code) is r for r in selected)
-
-
-def _parallel(dataset: Path, windows, config: Config, selected, jobs: int):
-    """Each window's findings, in window order, from ``jobs`` worker processes."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # spawn, not fork: forking a process whose pyarrow and numba thread pools
-    # are running can leave a worker holding a lock no thread will release.
-    ctx = multiprocessing.get_context("spawn")
-    codes = [r.code for r in selected]
-    from ingest._jit import own_process
-
-    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=own_process) as pool:
-        futures = [pool.submit(_window_job, str(dataset), w, config, codes) for w in windows]
-        for f in futures:
-            yield f.result()
 
 
 # A window executor: (dataset, windows, config, rule codes) -> each window's findings, in window order.

@@ -210,7 +210,11 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, (set, frozenset)):
-        return sorted(jsonable(v) for v in value)
+        items = [jsonable(v) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:  # items that do not compare (1 and "a"): order by their JSON text, as stably
+            return sorted(items, key=lambda v: json.dumps(v, sort_keys=True, default=repr))
     if hasattr(value, "item") and callable(value.item):  # numpy scalar
         return value.item()
     if hasattr(value, "value") and hasattr(value, "name") and isinstance(getattr(value, "value"), str):

@@ -67,8 +67,15 @@ class RayWindows:
                                                     num_cpus=1)
             path = dataset if is_url(dataset) else str(Path(dataset).resolve())  # every node reads it itself
             refs = [task.remote(path, w, config, codes) for w in windows]
-            for ref in refs:
-                yield _get(ray, ref)
+            read = 0
+            try:
+                for ref in refs:
+                    found = _get(ray, ref)
+                    read += 1
+                    yield found
+            except BaseException:  # a window failed, or Ctrl-C: the rest are not wanted
+                _drop(ray, refs[read:])
+                raise
         finally:
             if started:
                 ray.shutdown()
@@ -80,8 +87,29 @@ def _get(ray, ref) -> list:
     except ray.exceptions.RayTaskError as e:  # the task's own exception: a rule bug, a bad dataset
         cause = getattr(e, "cause", None)
         if isinstance(cause, Exception) and not isinstance(cause, ray.exceptions.RayError):
-            raise cause from None
+            # Raised as itself (its one line is the CLI's); Ray's error, which holds the worker's
+            # traceback as text, rides along as the cause for the crash report (analyzer.exits).
+            raise cause from e
         raise
+
+
+def _drop(ray, refs: list) -> None:
+    """Cancel the windows not read yet and read what they left, quietly: Ray prints an error nobody
+    read, the worker's traceback and all, when its reference is freed (after the CLI's one line)."""
+    for ref in refs:
+        try:
+            ray.cancel(ref)
+        except Exception:  # noqa: BLE001  (done already, or the cluster is going: nothing to stop)
+            pass
+    try:
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=10)
+    except Exception:  # noqa: BLE001
+        return
+    for ref in ready:
+        try:
+            ray.get(ref, timeout=0)
+        except Exception:  # noqa: BLE001  (cancelled, or failed too: the first failure is the one told)
+            pass
 
 
 def _window_task(dataset: str, window, config, codes: list[str]) -> list:

@@ -131,9 +131,10 @@ def test_config_errors_exit_2(test_rules, ds, tmp_path, body, where):
 def test_rule_crash_is_an_internal_error(monkeypatch, ds, tmp_path):
     monkeypatch.setattr(rules_pkg, "registry", lambda: registry_of(*RULES, Boom))
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MOETRACE_CRASH_DIR", str(tmp_path))
     r = run_cli("diagnose", ds)
-    assert r.code == 2 and "internal error: rule MT599 raised ValueError: kaboom" in r.stderr
-    assert "Traceback" not in r.stderr
+    assert r.code == 3 and "internal error: RuleError: rule MT599 raised ValueError: kaboom" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
 
 
 def test_run_diagnose_for_other_commands(test_rules, ds):

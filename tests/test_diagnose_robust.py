@@ -1,8 +1,8 @@
 """diagnose on small valid-but-weird traces: no signal, no hang, no runaway memory, no internal error.
 
 Each trace runs in a subprocess with NUMBA_BOUNDSCHECK=1 (a kernel reading
-out of bounds raises instead of corrupting memory) in text, json, sarif and
-junit and with --window-events 1, under a time and a resident-memory bound
+out of bounds raises instead of corrupting memory) in text, json, sarif,
+junit and html and with --window-events 1, under a time and a resident-memory bound
 (tests/fuzz/diagnose_run.py). bench/diagnose_fuzz.py runs many more; the
 crashes it found are the minimal inputs below.
 """

@@ -1,7 +1,8 @@
 """``moetrace diagnose``: the post-mortem and the CI gate.
 
 Exit codes: 0 no finding at or above --fail-on, 1 some, 2 bad usage,
-unreadable input, bad config, or a rule that crashed (an internal error).
+unreadable input or bad config; a rule that crashed is an internal error
+(``analyzer.exits``: exit 3, a crash report with its traceback).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
     defaults to the current sys.stdout; ``output`` writes to a file instead.
     """
     from analyzer.config import ConfigError, load_config
-    from analyzer.engine import RuleError, diagnose
+    from analyzer.engine import diagnose
     from analyzer.report import render
     from ingest._jit import own_process
     from ingest.errors import TraceError
@@ -79,9 +80,6 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
                 report, extra = diagnose(inputs, config, progress=bars, executor=executor), {}
     except (TraceError, ConfigError) as e:
         print(f"moetrace: error: {e}", file=err)
-        return 2
-    except RuleError as e:  # a bug in a rule, not in the input: say so, without a traceback
-        print(f"moetrace: internal error: {e} (please report this bug)", file=err)
         return 2
     sink = out if out is not None else sys.stdout
     color = (fmt == "text" and output is None and _isatty(sink) and "NO_COLOR" not in os.environ)

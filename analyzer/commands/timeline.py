@@ -48,7 +48,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Draw a trace for Perfetto UI or chrome://tracing: a process per rank, a track per core, flows."""
         from analyzer.config import ConfigError, load_config
-        from analyzer.engine import RuleError
         from analyzer.inputs import as_dataset
         from analyzer.timeline import build, write
         from ingest.dataset import Dataset
@@ -57,14 +56,13 @@ def register(app: typer.Typer) -> None:
         try:
             cfg = load_config(config, search_from=[*(inputs[:1]), Path.cwd()])
             with as_dataset(inputs) as ds:
-                wanted = None if ranks is None else parse_ranks(ranks, Dataset(ds).manifest.ranks)
+                try:  # only --ranks' ValueError is the user's: one from build is a bug (analyzer.exits)
+                    wanted = None if ranks is None else parse_ranks(ranks, Dataset(ds).manifest.ranks)
+                except ValueError as e:
+                    raise die(str(e))
                 doc = build(ds, launch=launch, ranks=wanted, causes=not no_causes, config=cfg)
-        except ValueError as e:
-            raise die(str(e))
         except (TraceError, ConfigError) as e:
             raise die(str(e))
-        except RuleError as e:
-            raise die(f"internal error: {e} (please report this bug)")
         try:
             write(doc, output)
         except OSError as e:

@@ -10,7 +10,7 @@ cause).  No script, no external resource: the picture is in the page.
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ._fmt import compress_ranks
 
@@ -21,8 +21,18 @@ W, H, GAP_X, GAP_Y, PAD = 230, 54, 70, 14, 12
 MAX_PER_COLUMN = 8
 
 
-def _class_key(f: "Finding"):
-    return (f.code, f.defect_class)  # the defect class (analyzer.classes), as the text report groups symptoms
+class _Node(NamedTuple):
+    """A box of the graph: the findings of one defect class (analyzer.classes, as the text report
+    groups symptoms) at one distance from the root. The root is the one node at depth 0. Every
+    node id has these three typed fields, so node ids and the edges between them sort."""
+
+    depth: int
+    code: str
+    defect_class: str
+
+
+def _node(f: "Finding", depth: int) -> _Node:
+    return _Node(depth, f.code, f.defect_class or "")
 
 
 def graph(root: "Finding", by_id: dict[str, "Finding"]) -> str:
@@ -36,14 +46,15 @@ def graph(root: "Finding", by_id: dict[str, "Finding"]) -> str:
             if ds and depth.get(f.id, 1 << 30) > min(ds):
                 depth[f.id] = min(ds)
                 changed = True
-    groups: dict[tuple, list["Finding"]] = {}
+    groups: dict[_Node, list["Finding"]] = {}
     for f in members:
-        key = ("root",) if f is root else (depth.get(f.id, 1), *_class_key(f))
+        # A symptom no caused_by chain reaches from the root (its cause was not reported) sits next to it.
+        key = _node(f, 0 if f is root else depth.get(f.id, 1))
         groups.setdefault(key, []).append(f)
     node_of = {f.id: key for key, fs in groups.items() for f in fs}
-    columns: dict[int, list[tuple]] = {}
+    columns: dict[int, list[_Node]] = {}
     for key in groups:
-        columns.setdefault(0 if key == ("root",) else key[0], []).append(key)
+        columns.setdefault(key.depth, []).append(key)
     hidden = 0
     for c, keys in columns.items():
         keys.sort(key=lambda k: -len(groups[k]))
@@ -78,7 +89,7 @@ def graph(root: "Finding", by_id: dict[str, "Finding"]) -> str:
         fs = groups[key]
         rep = fs[0]
         ranks = sorted({f.location.rank for f in fs if f.location.rank is not None})
-        if key == ("root",):
+        if key.depth == 0:
             title, sub, cls = f"{rep.id} {rep.code} {rep.name}", rep.location.place(), "root"
         else:
             n = f"{len(fs)} x " if len(fs) > 1 else f"{rep.id} "

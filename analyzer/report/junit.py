@@ -13,6 +13,7 @@ start as its timestamp.  A partial trace is a suite property and in system-err.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from analyzer.finding import Finding
 
 _MAX_LINES = 1000  # findings listed per testcase; the JSON report has all of them
+# What XML 1.0 cannot hold even escaped (ElementTree writes it raw, and no parser reads the file back):
+# C0 controls but tab, newline and return, lone surrogates, U+FFFE and U+FFFF. A manifest's region or
+# kernel name may carry one; it is written as \xNN instead.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def render(report: "Report", *, fail_on: str | None = None, color: bool = False) -> str:
@@ -71,8 +76,21 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False)
                       time=_t(seconds.get(code, 0.0)))
     if report.trace.partial:
         ET.SubElement(suite, "system-err").text = "partial trace: " + "; ".join(report.trace.gap_lines()) + "\n"
+    _xml_safe(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _xml_safe(root: ET.Element) -> None:
+    for el in root.iter():
+        for k, v in el.attrib.items():
+            el.set(k, _escape(v))
+        if el.text:
+            el.text = _escape(el.text)
+
+
+def _escape(text: str) -> str:
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _name(c: "DefectClass") -> str:

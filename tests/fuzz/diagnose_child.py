@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import sys
 
-RUNS = (("-f", "text"), ("-f", "json"), ("-f", "sarif"), ("-f", "junit"), ("-f", "json", "--window-events", "1"))
+RUNS = (("-f", "text"), ("-f", "json"), ("-f", "sarif"), ("-f", "junit"), ("-f", "html"),
+        ("-f", "json", "--window-events", "1"))
 
 
 def main(trace: str) -> int:

@@ -2,13 +2,14 @@
 
 ``diagnose(trace)`` runs tests/fuzz/diagnose_child.py with NUMBA_BOUNDSCHECK=1
 under a time and a resident-memory bound and answers None (every run exited
-0 or 1) or a crash class: 'signal-N', 'hang', 'memory', 'internal-<Exc>-<rule>',
-'exit-N'. ``shrink`` drops events while the same crash remains.
+0 or 1) or a crash class: 'signal-N', 'hang', 'memory', 'internal-<Exc>-<rule>' (a rule
+raised), 'internal-<Exc>' (elsewhere), 'exit-N'. ``shrink`` drops events while the same crash remains.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -34,10 +35,10 @@ def diagnose(trace: Path, timeout: float) -> str | None:
     for line in res.stdout.splitlines():
         run = json.loads(line)
         if run["code"] not in (0, 1):
-            err = run["stderr"]
-            if "internal error" in err:
-                return "internal-" + err.split("raised ", 1)[-1].split(":", 1)[0] + "-" + \
-                    err.split("rule ", 1)[-1].split(" ", 1)[0]
+            # analyzer.exits: "internal error: TYPE: MESSAGE; ...", a rule's MESSAGE "rule CODE raised EXC: ..."
+            m = re.search(r"internal error: (\w+): (?:rule (\w+) raised (\w+))?", run["stderr"])
+            if m:
+                return f"internal-{m.group(3)}-{m.group(2)}" if m.group(2) else f"internal-{m.group(1)}"
             return f"exit-{run['code']}"
     if res.returncode != 0:
         return "child-" + (res.stderr.strip().splitlines() or ["?"])[-1][:80]
