@@ -25,8 +25,9 @@ def rows(g, r, d, e):
 
 
 class UdmaCounts:
-    def __init__(self, rounds=2, *, no_quiet=(), late=0, annotated=False):
+    def __init__(self, rounds=2, *, no_quiet=(), late=0, annotated=False, keep_done=()):
         self.rounds, self.no_quiet, self.late = rounds, set(no_quiet), late
+        self.keep_done = set(keep_done)  # (launch, rank): the done flags are not reset
         regs = [{"name": "recv_count", "role": "counter", "elem_bytes": 4, "length": L * P, "reset": 0,
                  "index": "segment"},
                 {"name": "done", "role": "flag", "elem_bytes": 4, "length": P, "reset": 0, "index": "rank"}]
@@ -69,7 +70,8 @@ class UdmaCounts:
                         n = tr.read(r, "recv_count", e * P + s)
                         tr.deliver(r, c, e, s, n, n, CAP)
                 tr.write(r, c, "recv_count", 0, L * P * 4, 0)
-                tr.write(r, c, "done", 0, P * 4, 0)
+                if (g, r) not in self.keep_done:
+                    tr.write(r, c, "done", 0, P * 4, 0)
             tr.kernel(r, c, NAME, False)
             yield RAN
 
