@@ -145,14 +145,10 @@ def classify(b, w, p: int, via: str, why: str) -> Verdict:
             return Verdict(p, via, "stuck", f"{who} wrote {v} so far (not {Cmp(w.cmp).wire} {w.target}) and "
                            f"is itself stuck: " + "; ".join(b.node_text(n) for n in stuck[:2]),
                            edges=tuple(stuck), rows=rows, gap=gap)
-        segs = b.cores_for(p, w)
-        dead = [int(x) for x in segs[b.seg_last_launch[segs] == w.launch] if b.seg_state[x] == STOPPED]
-        if dead:
-            # Likewise from a producer that died on the way (a generation raised step by step,
-            # then its trace ends mid-kernel): the write this wait needs was still to come.
+        if b.stopped_in(p, w.launch):  # it died before the write this wait needs
             return Verdict(p, via, "stopped", f"{who} wrote {v} so far (not {Cmp(w.cmp).wire} {w.target}) and "
-                           f"is dead: its trace ends mid-kernel on core {int(b.seg_core[dead[0]])}",
-                           causes=(("MT103", b.stop_key(p)),), rows=rows, gap=gap)
+                           f"its trace ends mid-kernel in launch {w.launch}", causes=(("MT103", b.stop_key(p)),),
+                           rows=rows, gap=gap)
         return Verdict(p, via, "wrote-other-value",
                        f"{who} wrote {v}, which does not satisfy {Cmp(w.cmp).wire} {w.target} "
                        f"(stale or wrong value)", rows=rows, gap=gap)
