@@ -12,8 +12,9 @@ Happens-before between a done row ``a`` and a row ``b`` of one launch, never by 
 the same core: program order; the same rank: a core barrier or sync_all between
 (``phase_core``); different ranks: a cross-rank barrier between (``phase_all``, which
 counts both barrier layouts). Launch boundaries are global barriers, so only pairs of
-one launch can race. Flag observations (a wait_end of the reader that saw a word the
-writer set after the write) are checked per pair found, in ``flag_edge``.
+one launch can race. Flag observations (a wait_end ordered before the read whose value
+needed a write the writer's rank issued after the write) are checked per pair found, in
+``_flag_edges.flag_edge``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 from ingest.contract import PipeEvent, PipeOp
 
 from . import _passes as P
+from ._flag_edges import flag_edge
 from ._jit import kernel
 
 K_PUT, K_GET, K_PUTSIG, K_WRITE = P.K_PUT, P.K_GET, P.K_PUTSIG, P.K_WRITE
@@ -189,42 +191,6 @@ def _released(trace, reads, rg, rs, re, rdone, hit, conc, writes, bw, pa, pc) ->
                 break
 
 
-def flag_edge(trace, write: int, read: int) -> str | None:
-    """How a flag the reader waited on may order ``write`` before ``read``.
-
-    "ordered": the reader's core, earlier in the launch, saw (wait_end) a word the writer's
-    rank set with that value after the write; "unknown": it waited on a word the writer's rank
-    sets, but the trace cannot tell whether it saw a write after this one (an add, or a value
-    set more than once); None: no such wait.
-    """
-    kind = trace["kind"]
-    rr, launch = int(trace["rank"][read]), int(trace["launch"][read])
-    wr = int(trace["rank"][write])  # a local write's owner, a put's issuer
-    seg = np.searchsorted(trace.segments, read, side="right") - 1
-    lo = int(trace.segments[seg])
-    rows = np.arange(lo, read)
-    waits = rows[(kind[rows] == P.K_WEND) & (trace["launch"][rows] == launch)]
-    if not len(waits):
-        return None
-    keys = trace.key
-    setters = np.flatnonzero(np.isin(kind, [P.K_SIGNAL, P.K_AMO, P.K_PUT])
-                             & (trace["rank"] == wr) & (trace["launch"] == launch)
-                             & (trace["peer"] == rr))
-    setters = setters[np.isin(keys[setters], keys[waits])]
-    if not len(setters):
-        return None
-    pa, pc = P.phases(trace)
-    wcore = int(trace["core"][write])
-    after = np.array([(int(trace["core"][s]) == wcore and s > write) or
-                      (int(trace["core"][s]) != wcore and pc[s] > pc[write]) for s in setters], bool)
-    seen = {int(k): int(v) for k, v in zip(keys[waits], trace["observed"][waits])}
-    for s in setters[after]:
-        if trace["op"][s] == P.OP_SET and int(trace["value"][s]) == seen.get(int(keys[s])) \
-                and not ((setters[~after].size) and (trace["value"][setters[~after]] == trace["value"][s]).any()):
-            return "ordered"
-    return "unknown"
-
-
 def race_hits(rule, trace, want_before: bool, describe):
     """Hits of one race rule: reads with a concurrent write and (MT602) or without (MT601) a
     write ordered before them; one per (rank, core, launch, read site), flag edges checked."""
@@ -235,9 +201,14 @@ def race_hits(rule, trace, want_before: bool, describe):
     reads, conc, nconc, before = reads[sel], conc[sel], nconc[sel], before[sel]
     for g in P.groups(np.arange(len(reads)), trace["rank"][reads], trace["core"][reads], trace["launch"][reads],
                       trace["site"][reads]):
-        i = int(g[0])
-        r, w = int(reads[i]), int(conc[i])
-        edge = flag_edge(trace, w, r)
+        edge = "ordered"
+        for i in g:  # a flag orders one writer's words: the first read of the group none orders
+            i = int(i)
+            r, w = int(reads[i]), int(conc[i])
+            done = int(_done_of(trace, np.array([w]), False)[0])
+            edge = flag_edge(trace, done, r) if done >= 0 else None
+            if edge != "ordered":
+                break
         if edge == "ordered":
             continue
         d, dw = trace.describe(r), trace.describe(w)

@@ -108,9 +108,11 @@ class Builder:
 
     # ---- producers -------------------------------------------------------
     def history_writers(self, w) -> list[tuple[int, int]]:
-        """Ranks that wrote this slot in earlier launches (not its resets), with their last launch."""
+        """Ranks that wrote this slot in earlier launches or earlier in its own (not its resets),
+        with their last launch: a slot a rank kept writing (a generation it raised step by step)
+        names that rank where the region has no index."""
         tb = self.tables
-        idx = tb.history(w.skey, w.launch)
+        idx = tb.history(w.skey, w.launch + 1)
         reset = self.trace.manifest.regions[w.region].reset
         if reset is not None:
             idx = idx[tb.w_value[idx] != reset]
@@ -123,7 +125,7 @@ class Builder:
         """Segments of rank p that can release w: its earlier writers of the slot if known."""
         segs = np.flatnonzero(self.seg_rank == p)
         tb = self.tables
-        idx = tb.history(w.skey, w.launch)
+        idx = tb.history(w.skey, w.launch + 1)
         cores = set(tb.w_core[idx[tb.w_rank[idx] == p]].tolist())
         pick = segs[np.isin(self.seg_core[segs], list(cores))] if cores else segs
         return pick if len(pick) else segs

@@ -145,6 +145,10 @@ def classify(b, w, p: int, via: str, why: str) -> Verdict:
             return Verdict(p, via, "stuck", f"{who} wrote {v} so far (not {Cmp(w.cmp).wire} {w.target}) and "
                            f"is itself stuck: " + "; ".join(b.node_text(n) for n in stuck[:2]),
                            edges=tuple(stuck), rows=rows, gap=gap)
+        if b.stopped_in(p, w.launch):  # it died before the write this wait needs
+            return Verdict(p, via, "stopped", f"{who} wrote {v} so far (not {Cmp(w.cmp).wire} {w.target}) and "
+                           f"its trace ends mid-kernel in launch {w.launch}", causes=(("MT103", b.stop_key(p)),),
+                           rows=rows, gap=gap)
         return Verdict(p, via, "wrote-other-value",
                        f"{who} wrote {v}, which does not satisfy {Cmp(w.cmp).wire} {w.target} "
                        f"(stale or wrong value)", rows=rows, gap=gap)

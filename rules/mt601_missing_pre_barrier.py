@@ -15,11 +15,16 @@ class MissingPreBarrier(Rule):
         writes of the same words in the same launch (the owner's local
         `write`s, any rank's `put`s into it) and orders each against the
         read by happens-before: program order, core barriers within a rank,
-        cross-rank barriers between ranks (both recording layouts), a flag
-        the reader waited on that the writer set after the write; a put
-        counts from the quiet that completes it. Never by ts. A read with an
-        unordered write and no write ordered before it is a hit: it can only
-        have meant that write. One hit per (rank, core, launch, read site).
+        cross-rank barriers between ranks (both recording layouts), and the
+        flags the reader's rank waited on before the read whose observed
+        value needed a write made after the write: the one set of that value,
+        or an add a counter could not have reached its value without (a
+        barrier of amos), followed through chains of such flags (all add to
+        rank 0's counter, rank 0 releases all); a put counts from the quiet
+        that completes it. Never by ts. A read with an unordered write and no
+        write ordered before it is a hit: it can only have meant that write.
+        One hit per (rank, core, launch, read site): its first read no flag
+        orders.
 
     Why it matters
         This is the missing pre barrier of a reduce-scatter: rank p reads

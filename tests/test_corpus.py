@@ -48,7 +48,7 @@ def mismatch(expect: dict, got: set[tuple]) -> list[str]:
 
 
 def test_corpus_is_big_enough_and_consistent():
-    assert len(TRACES) >= 24
+    assert len(TRACES) >= 60
     readme = (CORPUS / "README.md").read_text()
     for name in TRACES:
         assert f"`{name}`" in readme, f"{name} is not described in tests/corpus/README.md"

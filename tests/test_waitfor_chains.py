@@ -59,3 +59,25 @@ def test_shifted_combine_slots_cite_the_invalid_route(tmp_path):
     assert [f.code for f in res.roots] == ["MT501"]
     mt105 = [f for f in res.reported if f.code == "MT105"]
     assert mt105 and all(ids[c].code == "MT501" for f in mt105 for c in f.caused_by)
+
+
+def test_a_producer_that_raised_the_word_then_died_is_the_root(tmp_path):
+    # Rank 1 raises rank 0's unindexed gen word step by step (1, 2) in launch 0, then its trace
+    # ends mid-kernel; rank 0 waits for 3. The producer is rank 1 from this launch's own writes
+    # (no earlier launch to learn it from), and it is dead, not a writer of a wrong value.
+    from test_waitfor import KB, Q, analyze, sig, wb, we, write_trace
+
+    man = {"ranks": 2, "cores": 1, "regions": [
+        {"name": "gen", "role": "flag", "elem_bytes": 8, "length": 1, "monotonic": True}]}
+    d = write_trace(tmp_path / "t", man, {
+        (0, 0): [KB, wb("gen", 0, 1, "ge"), we("gen", 0, 1), wb("gen", 0, 2, "ge"), we("gen", 0, 2),
+                 wb("gen", 0, 3, "ge")],
+        (1, 0): [KB, sig(0, "gen", 0, 1), Q, sig(0, "gen", 0, 2), Q],
+    })
+    t = open_fixture(d, tmp_path)
+    (n,) = analyze(t).waits()
+    (v,) = n.verdicts
+    assert (v.rank, v.status) == (1, "stopped")
+    assert n.roots == (("MT103", (1, 0, 4)),)
+    (h,) = hits(t, "MT101")
+    assert h.caused_by == (("MT103", (1, 0, 4)),)

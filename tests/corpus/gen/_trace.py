@@ -50,8 +50,10 @@ class Wait:
 class Trace:
     def __init__(self, *, ranks: int, cores: int, regions: list[dict], protocol: str | None = None,
                  params: dict | None = None, annotated: bool = False, keep: tuple[str, ...] = (),
-                 sites: dict | None = None, names: list[str] | None = None):
+                 sites: dict | None = None, names: list[str] | None = None, clocks: tuple | None = None):
         self.ranks, self.cores = ranks, cores
+        # Per-rank clock origins, reused modulo their count (shifted by 97 cycles per wrap).
+        self.clocks = clocks or CLOCK_OFFSETS
         self.regions = {r["name"]: r for r in regions}
         self.protocol, self.params, self.sites, self.names = protocol, params, sites, names
         self.annotated = annotated
@@ -98,7 +100,8 @@ class Trace:
         self.now += 11 + (len(self.events) * 7 + r * 5 + c * 3) % 17
         seq = self.seq.get((r, c), 0)
         self.seq[(r, c)] = seq + 1
-        ev = {"rank": r, "core": c, "seq": seq, "ts": CLOCK_OFFSETS[r % 4] + 97 * (r // 4) + self.now,
+        n = len(self.clocks)
+        ev = {"rank": r, "core": c, "seq": seq, "ts": self.clocks[r % n] + 97 * (r // n) + self.now,
               "launch": self.launch_of[r], "kind": kind}
         for k, v in fields.items():
             if v is None or (k in OPTIONAL_EVENT_FIELDS and not (self.annotated or k in self.keep)):
@@ -111,6 +114,11 @@ class Trace:
     # ---- memory model ---------------------------------------------------------
     def words(self, region: str, nbytes: int) -> int:
         return max(1, nbytes // self.regions[region]["elem_bytes"])
+
+    def memset(self, owner: int, region: str, value) -> None:
+        """The host filled the whole region before the first launch (aclrtMemset): nothing recorded."""
+        for i in range(self.regions[region]["length"]):
+            self.mem[(owner, region, i)] = value
 
     def read(self, owner: int, region: str, offset: int):
         return self.mem.get((owner, region, offset), 0)
@@ -174,6 +182,9 @@ class Trace:
 
     def quiet(self, r, c, engine="mte", peer=None):
         self.emit(r, c, "quiet", engine=engine, peer=peer)
+
+    def fence(self, r, c, engine=None, peer=None):
+        self.emit(r, c, "fence", engine=engine, peer=peer)
 
     # ---- waits ---------------------------------------------------------------------------
     def holds(self, w: Wait) -> bool:

@@ -137,7 +137,8 @@ class Classic:
                 tr.put(r, c, dst, "payload", gslot[(t, k)] * H, H * 4, site=1)
                 if (g, r, c) in self.f.get("die", ()):
                     return False  # the core died here: no quiet, nothing after
-                tr.quiet(r, c)
+                if (g, r, c) not in self.f.get("no_quiet", ()):  # else the assist quiet drains it, late
+                    tr.quiet(r, c)
                 yield RAN
             for t, k, e in sel:
                 for w, v in enumerate((r, t, k)):

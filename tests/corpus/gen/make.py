@@ -16,6 +16,8 @@ if __package__ in (None, ""):  # run as a script: make the package importable
 from . import cases_classic, cases_wrong_slot, fused, generation, reduce_scatter, udma_counts  # noqa: E402,F401  (registering)
 from . import cases_engines  # noqa: E402,F401  (registering)
 from . import cases_roots, split_generation  # noqa: E402,F401  (registering)
+from . import cases_unusual, cases_unusual2  # noqa: E402,F401  (issue 18: unusual but legal)
+from . import cases_two_faults  # noqa: E402,F401  (issue 18: two independent defects)
 from ._trace import dump_json, write_jsonl  # noqa: E402
 from .registry import CASES  # noqa: E402
 

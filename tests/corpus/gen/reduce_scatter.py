@@ -37,8 +37,9 @@ def regions():
 
 
 class ReduceScatter:
-    def __init__(self, rounds=2, *, layout="all", cmp="ge", stall_wait=None, annotated=False):
+    def __init__(self, rounds=2, *, layout="all", cmp="ge", stall_wait=None, annotated=False, no_drain=()):
         self.rounds, self.layout, self.cmp = rounds, layout, cmp
+        self.no_drain = set(no_drain)  # (launch, rank, core): SetAtomicNone without the MTE3_S wait
         self.stall_wait = stall_wait or {}  # (rank, k, slot) -> passes before polling that slot
         self.tr = Trace(ranks=P, cores=C, regions=regions(), protocol="reduce_scatter",
                         params={"tokens": ROWS, "hidden": H}, annotated=annotated, names=[NAME])
@@ -108,8 +109,9 @@ class ReduceScatter:
                     for row in rows:
                         tr.get(r, c, s, "workspace", r * W + row * H, H * 4, "d_out", row * H)
                     yield RAN
-            tr.pipe_sync(r, c, "set_flag", "mte3_s")
-            tr.pipe_sync(r, c, "wait_flag", "mte3_s")
+            if (g, r, c) not in self.no_drain:
+                tr.pipe_sync(r, c, "set_flag", "mte3_s")
+                tr.pipe_sync(r, c, "wait_flag", "mte3_s")
             tr.atomic_mode(r, c, "none", "int32")
             tr.pipe_sync(r, c, "pipe_barrier", "all")
             yield from self.barrier_all(r, c, 2 * g + 2)
