@@ -144,9 +144,11 @@ class DeepepLL(Kernel):
                 m.emit(c, [m.put(c, ENG, dst, RECV_X, offs, rows, W)])
             if stop:
                 return False  # died after its first expert's rows, before any count
-            m.emit(c, [m.info(Kind.COUNT, 1, peer=dst, local_expert=le, value=n, capacity=self.cap),
+            # (no capacity on the count: the sender does not bound it; the receiver's deliver does)
+            m.emit(c, [m.info(Kind.COUNT, 1, peer=dst, local_expert=le, value=n),
                        m.amo(c, ENG, dst, SIGNAL, [le * P + r], Op.ADD, n if raw else -n - 1)])
             yield
+        m.emit(c, [m.quiet(c, ENG)])  # the send warps complete their queue pairs before they move on
         # Receive: core c takes the local experts le = c mod cores, from every source.
         for le in range(c.core, L, p.cores):
             enc = yield from self._wait(m, c, SIGNAL, le * P + np.arange(P), Cmp.NE, 0)
@@ -182,6 +184,7 @@ class DeepepLL(Kernel):
                     m.emit(c, [m.put(c, ENG, src, COMBINE_X, (e * B + tok) * H, y, H)])
                 m.emit(c, [m.amo(c, ENG, src, SIGNAL, [self.NE + e], Op.ADD, 1)])
                 yield
+        m.emit(c, [m.quiet(c, ENG)])
         # Receive: core c waits the flags of experts e = c mod cores, then every core sums its tokens.
         mine = np.arange(c.core, self.NE, p.cores)
         if len(mine):
