@@ -54,11 +54,21 @@ def _find(trace) -> dict[int, Kept]:
     stores = ((kind == P.K_SIGNAL) | (kind == P.K_AMO) | (kind == P.K_PUT)) & np.isin(region, counters)
     local = (kind == P.K_WRITE) & np.isin(region, counters)
     writes = np.flatnonzero(stores | local)
-    writes = writes[np.isin(key[writes], np.unique(key[polls]))]
+    # A local write covers nbytes of words (a memset of a half): one entry per word it clears.
+    eb = np.array([r.elem_bytes for r in trace.manifest.regions], np.int64)
+    span = np.ones(len(writes), np.int64)
+    lw = local[writes]
+    nb = trace["nbytes"][writes[lw]].astype(np.int64)
+    span[lw] = np.maximum(1, np.where(nb > 0, nb, 0) // eb[region[writes[lw]].astype(np.int64)])
+    rows = np.repeat(writes, span)
+    step = np.arange(len(rows)) - np.repeat(np.cumsum(span) - span, span)
+    wkey = key[rows] + step
+    keep = np.isin(wkey, np.unique(key[polls]))
+    writes, wkey = rows[keep], wkey[keep]
     if not len(writes):
         return {}
     nl = int(launch.max()) + 2
-    wcode = key[writes] * nl + launch[writes]
+    wcode = wkey * nl + launch[writes]
     order = np.lexsort((writes, wcode))
     writes, wcode = writes[order], wcode[order]
     is_local = local[writes]

@@ -167,7 +167,7 @@ class Builder:
             if reset is not None:  # a consumer putting its own slot back is no producer write
                 idx = idx[(tb.w_value[idx] != reset) | (tb.w_owner[idx] != p)]
             elif w.rank != p:  # nor, with no reset stated, one clearing its own words (a notify memset)
-                idx = idx[tb.w_owner[idx] != p]
+                idx = idx[self.trace["kind"][tb.w_row[idx]] != Kind.WRITE]
             prod = producer_of(self, w.region, tb.w_owner[idx], tb.w_slot[idx], w.launch) if len(idx) else idx
             wrong_slot = (prod >= 0) & (prod != p)
             self._mis[k] = (idx, wrong_slot)

@@ -13,7 +13,7 @@ if __package__ in (None, ""):  # run as a script: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "gen"
 
-from . import cases_classic, fused, generation, reduce_scatter, udma_counts  # noqa: E402,F401  (registering)
+from . import cases_classic, deepep, fused, generation, reduce_scatter, udma_counts  # noqa: E402,F401  (registering)
 from ._trace import dump_json, write_jsonl  # noqa: E402
 from .registry import CASES  # noqa: E402
 
