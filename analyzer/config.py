@@ -10,7 +10,7 @@ Keys (the same in both files; moetrace.toml has them at top level)::
     [severity]                         # selector -> level; the most specific selector wins
     MT402 = "warning"
     [options.MT401]                    # per-rule options, checked against Rule.options
-    ordered_engines = ["roce"]         # engines whose amo may follow puts without a quiet
+    ordered_engines = ["roce", "ibgda"]  # engines whose amo may follow puts without a quiet
 
 Selection follows ruff: for each rule the most specific matching selector of
 ``select`` and ``ignore`` decides (an exact code beats a prefix, a longer

@@ -78,6 +78,13 @@ class Engine(_Named):
     ROCE = 3
     LOCAL = 4
     ALL = 5  # only meaningful on quiet / fence: completes every engine
+    # NVLink loads / stores between the GPUs of one node (DeepEP intranode): a put is a warp copy
+    # into the peer's buffer, a signal a store; a release store is a quiet of p2p then the store.
+    P2P = 6
+    # GPU-initiated RDMA (NVSHMEM IBGDA): one reliable-connected queue pair per (core, peer), so
+    # the ops of one core to one peer are delivered in issue order (an amo lands after the puts
+    # before it: data then count needs no quiet); nothing orders two cores or two peers.
+    IBGDA = 7
 
 
 class Op(_Named):

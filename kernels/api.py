@@ -28,7 +28,7 @@ _MODULES = (("classic", "Classic"), ("doubleplane", "Doubleplane"), ("fused", "F
             ("generation", "Generation"), ("reduce_scatter", "ReduceScatter"),
             ("sdma_fallback", "SdmaFallback"), ("udma_atomic", "UdmaAtomic"),
             ("reduce_scatter_staged", "ReduceScatterStaged"), ("unified_atomic", "UnifiedAtomic"),
-            ("udma_bulk", "UdmaBulk"))
+            ("udma_bulk", "UdmaBulk"), ("deepep_normal", "DeepepNormal"), ("deepep_ll", "DeepepLL"))
 
 
 def _protocols() -> dict:

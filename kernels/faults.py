@@ -125,6 +125,33 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
     FaultSpec("wrong-peer", "hang",
               "a flag is sent to the right slot on the wrong peer",
               "the peer that waits for it never sees it: hang", ("rank", "core", "round")),
+    # DeepEP (kernels/deepep_normal.py, kernels/deepep_ll.py).
+    FaultSpec("count-unencoded", "hang",
+              "the sender stores its token count raw instead of encoded as -n-1 (0 means 'not written yet')",
+              "a real count of 0 reads as 'not yet': the receiver's wait != 0 hangs; a count n > 0 decodes to "
+              "-n-1, so the receiver takes no rows and the rows' owner waits for them (hang / missing rows); "
+              "the place is the sender", ("rank", "round")),
+    FaultSpec("tail-before-payload", "missing-drain",
+              "the sender advances a channel's tail before its copy of the row is complete (no release)",
+              "the receiver sees the tail, reads the ring row before it landed: stale rows; the place is the "
+              "sender's core", ("rank", "round")),
+    FaultSpec("head-not-returned", "hang",
+              "the receiver drains a channel's queue but never stores the head back to the sender",
+              "the sender waits for free space forever once the ring is full, the receiver for rows behind "
+              "it (a cycle); the place is the receiver", ("rank", "round")),
+    FaultSpec("wrong-channel-poll", "hang",
+              "a receiver polls the tail of another channel than the one whose ring it drains",
+              "it waits for rows that channel never sends (hang) or reads ring rows not written yet (stale "
+              "rows); the place is the receiver's core", ("rank", "round")),
+    FaultSpec("parity-not-cleaned", "stale-flag",
+              "a launch skips next_clean: the other parity's signal words are not zeroed for the next launch",
+              "the next launch of that parity reads the count its words kept from two launches ago: it takes "
+              "rows before they land, or the wrong number of rows (stale rows); the place is the rank and "
+              "launch that skipped the clean", ("rank", "round"), min_rounds=2),
+    FaultSpec("dispatch-tokens-exceeded", "capacity-truncation",
+              "one source sends more tokens to one expert than num_max_dispatch_tokens_per_rank rows",
+              "rows past the buffer have no place: those tokens lose the expert (wrong rows); the place is "
+              "the receiver (rank, local_expert, launch)", ("rank", "local_expert", "round")),
     FaultSpec("rank-stop", "hang",
               "a rank stops mid-kernel (it dies after issuing part of its work)",
               "every peer waiting for its flags or its barrier arrival hangs", ("rank", "round")),

@@ -41,6 +41,7 @@ K_PIPE, K_AMODE = int(Kind.PIPE_SYNC), int(Kind.ATOMIC_MODE)
 K_BBEGIN, K_BEND = int(Kind.BARRIER_BEGIN), int(Kind.BARRIER_END)
 E_MTE, E_SDMA, E_UDMA, E_ROCE, E_LOCAL, E_ALL = (int(e) for e in (
     Engine.MTE, Engine.SDMA, Engine.UDMA, Engine.ROCE, Engine.LOCAL, Engine.ALL))
+E_P2P, E_IBGDA = int(Engine.P2P), int(Engine.IBGDA)
 N_ENGINES = len(Engine)
 OP_SET, OP_ADD = int(Op.SET), int(Op.ADD)
 SCOPE_ALL = int(Scope.ALL)

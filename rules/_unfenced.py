@@ -30,7 +30,7 @@ from ._jit import kernel
 
 K_BEGIN, K_PUT, K_SIGNAL, K_AMO = P.K_BEGIN, P.K_PUT, P.K_SIGNAL, P.K_AMO
 K_QUIET, K_FENCE, NE, E_ALL, NULL8 = P.K_QUIET, P.K_FENCE, P.N_ENGINES, P.E_ALL, P.NULL8
-DEFAULT_ORDERED = ("roce",)  # MT401's option default: an RDMA atomic lands after its QP's writes
+DEFAULT_ORDERED = ("roce", "ibgda")  # MT401's option default: an RDMA atomic lands after its QP's writes
 
 
 @kernel

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.contract import Scope
+from ingest.contract import Kind, Scope
 
 from ._passes import barrier_instances
 from ._waitfor_producers import Verdict
@@ -115,5 +115,31 @@ def explain(b, n) -> None:
             n.verdicts.append(Verdict(r, "barrier", "unknown", f"{who}: unknown: {gap or 'events lost'}, so "
                                       f"whether it entered barrier #{n.instance} is not in the trace", gap=gap))
         else:
+            held = _held_by_siblings(b, s, n.launch)
+            if held:
+                # It ended its kernel; the next kernel of the launch (the one with this barrier)
+                # starts on its rank only once every core ended that one (stream order).
+                n.verdicts.append(Verdict(r, "barrier", "stuck", f"{who} finished its kernel; the next one waits "
+                                          f"for its rank's other cores (stream order): "
+                                          + "; ".join(f"rank {r} {b.node_text(e)}" for e in held[:2]),
+                                          edges=tuple(held), gap=gap))
+                continue
             n.verdicts.append(Verdict(r, "barrier", "skipped", f"{who} finished launch {n.launch} without "
                                       f"entering barrier #{n.instance}: a code path skips it", gap=gap))
+
+
+def _held_by_siblings(b, s: int, launch: int) -> list[int]:
+    """Stuck nodes of the other cores of segment s's rank in ``launch``, when s's trace ends with a
+    kernel_end: s cannot start its rank's next kernel before they end theirs."""
+    t = b.trace
+    last_row = int(t.segments[s + 1]) - 1
+    if int(t["kind"][last_row]) != int(Kind.KERNEL_END):
+        return []
+    r = int(b.seg_rank[s])
+    out = []
+    for o in np.flatnonzero(b.seg_rank == r).tolist():
+        if o != s and int(b.seg_last_launch[o]) == launch and int(b.seg_state[o]) in (IN_WAIT, IN_BARRIER):
+            e = b.node_at_row.get(int(b.seg_open[o]))
+            if e is not None:
+                out.append(e)
+    return out

@@ -12,6 +12,7 @@ import numpy as np
 
 from ingest.contract import Kind, Op
 
+from ._rings import ring_role
 from ._waitfor_producers import producer_of
 from ._waitfor_scan import STOPPED, scanned
 from ._waitfor_stale import aliased_routes, stale_waits
@@ -167,6 +168,8 @@ class Builder:
             reset = self.trace.manifest.regions[w.region].reset
             if reset is not None:  # a consumer putting its own slot back is no producer write
                 idx = idx[(tb.w_value[idx] != reset) | (tb.w_owner[idx] != p)]
+            elif w.rank != p:  # nor, with no reset stated, one clearing its own words (a notify memset)
+                idx = idx[self.trace["kind"][tb.w_row[idx]] != Kind.WRITE]
             prod = producer_of(self, w.region, tb.w_owner[idx], tb.w_slot[idx], w.launch) if len(idx) else idx
             wrong_slot = (prod >= 0) & (prod != p)
             self._mis[k] = (idx, wrong_slot)
@@ -174,10 +177,13 @@ class Builder:
         tb = self.tables
         same = idx[(tb.w_slot[idx] == w.slot) & ~wrong_slot]
         other = same[tb.w_owner[same] != w.rank]
-        peer = [i for i in other.tolist() if not self.tables.waited(int(tb.w_skey[i]), w.launch)]
+        # A ring's head or tail is waited on only when the other side runs ahead (a sender with
+        # free space never waits for the head): an index nobody waited on is no write astray.
+        ring = ring_role(self.trace.manifest.regions[w.region]) is not None
+        peer = [] if ring else [i for i in other.tolist() if not self.tables.waited(int(tb.w_skey[i]), w.launch)]
         # A producer with a core that died mid-launch never wrote what that core owed: its other
         # cores' copies to other ranks are their own share, not this one sent astray.
-        if self.stopped_in(p, w.launch):
+        if self.stopped_in(p, w.launch) or ring:  # a ring index is written again at every advance
             peer, surplus = [], []
         else:
             surplus = _surplus(self, same, w)
@@ -207,6 +213,19 @@ class Builder:
             entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
             entry["waits"].append(w.id)
         return out
+
+    def raw_count_candidates(self, w, p: int) -> list[tuple]:
+        """MT106 hits on counts that w's rank stored raw into p's words in w's launch: p, the
+        consumer w waits on, read such a count (0 rows, or a hang on it) and so never owed w's
+        slot: ((MT106, key), text)."""
+        from ._counts import raw_counts
+        t = self.trace
+        rows = raw_counts(t).rows
+        if not len(rows):
+            return []
+        sel = rows[(t["rank"][rows] == w.rank) & (t["peer"][rows] == p) & (t["launch"][rows] == w.launch)]
+        return [(("MT106", self.key_of_row(int(r))), f"rank {w.rank} stored its count to rank {p} raw "
+                 f"({int(t['value'][r])}, not -n-1) at seq {int(t['seq'][r])}") for r in sel[:4]]
 
     def stopped_in(self, rank: int, launch: int) -> bool:
         """Does a core of ``rank`` end mid-kernel in ``launch`` (died, or its dump was cut)?"""

@@ -17,6 +17,8 @@ import numpy as np
 
 from ingest.contract import Cmp, Op
 
+from ._counts import not_encoded
+from ._rings import learned_writer, ring_producer, ring_role, withheld_heads, wrong_polls
 from ._waitfor_scan import IN_BARRIER, IN_WAIT, STOPPED
 
 
@@ -100,6 +102,22 @@ def expected(b, w) -> tuple[list[tuple[int, str, str]], list[Verdict]]:
         p = int(producer_of(b, w.region, w.rank, w.slot, w.launch))
         if p >= 0:
             return [(p, "index", f"writes {region.name}[{w.slot}] by its {region.index} index")], []
+    if not hist:
+        raw = [int(b.tables.w_rank[i]) for i in b.tables.writes_to(w.skey, w.launch)
+               if not_encoded(b.trace, int(b.tables.w_row[i]))]
+        if raw:  # a count stored raw into this very word (MT106): its writer is the producer
+            return [(raw[-1], "write", f"stored {region.name}[{w.slot}] in launch {w.launch}")], []
+    role = ring_role(region)
+    if role is not None and not hist:
+        p = ring_producer(b, w)
+        if p >= 0:
+            return [(p, "ring", f"advances the ring {role} {region.name}[{w.slot}] on the other ranks")], []
+    if region.index is None and not hist and w.cmp == Cmp.NE and w.target == 0:
+        # A "0 = not yet" count (DeepEP's -n-1): its senders' slots are laid out group*P + src.
+        p = learned_writer(b, w)
+        if p >= 0:
+            return [(p, "layout", f"writes slot {w.slot} mod {b.ranks} of {region.name} (this launch's "
+                     f"writes all go to slot group*ranks + writer)")], []
     return [(p, "history", f"wrote it in launch {lw}") for p, lw in hist], []
 
 
@@ -108,6 +126,16 @@ def classify(b, w, p: int, via: str, why: str) -> Verdict:
     t = b.trace
     name = t.manifest.regions[w.region].name
     who = f"rank {p} ({why})"
+    wrong = wrong_polls(t).get(w.row)
+    if wrong is not None:  # it polls another channel's tail than the ring it drains (MT108)
+        return Verdict(p, via, "wrong-channel", f"the wait polls channel {', '.join(map(str, wrong.polled))}'s "
+                       f"tail, but its core drains channel {', '.join(map(str, wrong.returned))}",
+                       causes=(("MT108", b.key_of_row(wrong.first)),))
+    kept = withheld_heads(t).get(w.row)
+    if kept is not None:  # its consumer took the rows and kept the head (MT107)
+        return Verdict(p, via, "head-withheld", f"{who} saw the tail reach {kept.seen} and never returned the "
+                       f"head to {kept.need}", causes=(("MT107", b.key_of_row(kept.consumer)),),
+                       rows=(("consumer saw the tail", kept.consumer),))
     if p in b.missing:
         return Verdict(p, via, "missing", f"{who}: its dump is missing",
                        causes=(("MT103", b.stop_key(p)),), gap=f"no events from rank {p}")
@@ -130,6 +158,12 @@ def classify(b, w, p: int, via: str, why: str) -> Verdict:
                            rows=(("write beyond target", int(tb.w_row[ahead[-1]])),))
     if len(ws):
         rows = tuple(("producer write", int(tb.w_row[i])) for i in ws[-4:])
+        raw = [i for i in ws.tolist() if not_encoded(t, int(tb.w_row[i]))]
+        if raw:  # a count stored raw where it is encoded -n-1 (MT106): its 0 reads as "not yet"
+            v = int(tb.w_value[raw[-1]])
+            return Verdict(p, via, "raw-count", f"{who} stored the count {v} raw, not encoded -n-1",
+                           causes=tuple(("MT106", b.key_of_row(int(tb.w_row[i]))) for i in raw[-1:]), rows=rows,
+                           gap=gap)
         if (tb.w_op[ws] == Op.ADD).any():
             return Verdict(p, via, "contributed", f"{who} added its share", rows=rows, blocker=False)
         v = int(tb.w_value[ws[-1]])
@@ -149,9 +183,11 @@ def classify(b, w, p: int, via: str, why: str) -> Verdict:
             return Verdict(p, via, "stopped", f"{who} wrote {v} so far (not {Cmp(w.cmp).wire} {w.target}) and "
                            f"its trace ends mid-kernel in launch {w.launch}", causes=(("MT103", b.stop_key(p)),),
                            rows=rows, gap=gap)
+        # A count stored raw where the protocol encodes it (-n-1, 0 = not yet): MT106's hit on it.
+        raw = tuple(("MT106", b.key_of_row(int(tb.w_row[i]))) for i in ws[-1:] if not_encoded(b.trace, int(tb.w_row[i])))
         return Verdict(p, via, "wrote-other-value",
                        f"{who} wrote {v}, which does not satisfy {Cmp(w.cmp).wire} {w.target} "
-                       f"(stale or wrong value)", rows=rows, gap=gap)
+                       f"(stale or wrong value)", causes=raw, rows=rows, gap=gap)
     mis = b.misdirected(w, p)
     if mis:
         where = ", ".join(b.write_text(i) for i in mis[:3])
@@ -163,13 +199,18 @@ def classify(b, w, p: int, via: str, why: str) -> Verdict:
 
 
 def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
+    raw = b.raw_count_candidates(w, p)
+    if raw:  # p decoded a raw count from the waiter's rank: it took no rows, so owes nothing back
+        return Verdict(p, via, "raw-count", f"{who} never wrote {t_name(b, w)}[{w.slot}] of rank {w.rank}: "
+                       + "; ".join(txt for _, txt in raw[:2]), causes=tuple(c for c, _ in raw), gap=gap)
     segs = b.cores_for(p, w)
     last = b.seg_last_launch[segs]
     done = b.wrote_others(p, w)
     # Every verdict below but stuck/stopped/not-started rests on p NOT having written the slot:
     # where p's launch is not whole, that write may be in the lost part of a ring.
     whole = b.trace.launch_intact(p, w.launch)
-    if done and whole:
+    # A ring index slot is its own queue: the other queues p advanced owe nothing to this one.
+    if done and whole and ring_role(b.trace.manifest.regions[w.region]) is None:
         # p already wrote its share of this region to the waiter and moved on: the slot was
         # never due from it (the waiter counts more rows than p sent). Its later waits are no
         # edge back, or every stale-count hang would read as a deadlock.

@@ -98,7 +98,7 @@ ANALYSES: dict[str, Callable[["TraceView"], Any]] = {
 # Analyses that name other rules' hits as causes (the wait-for graph cites the stale-flag
 # rules' hits by their keys): a rule that requires one runs after those rules, and the
 # analysis is computed on first use, once they have run.
-ANALYSIS_CITES: dict[str, tuple[str, ...]] = {"waitfor": ("MT201", "MT202")}
+ANALYSIS_CITES: dict[str, tuple[str, ...]] = {"waitfor": ("MT106", "MT107", "MT108", "MT201", "MT202")}
 
 
 def _cites(rule: type[Rule]) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from .analyses import hits_of
 from .base import Confidence, Family, Rule, Severity
 
 K_WRITE, K_PUT, K_PUTSIG, K_SIGNAL, K_AMO = P.K_WRITE, P.K_PUT, P.K_PUTSIG, P.K_SIGNAL, P.K_AMO
-E_MTE, E_LOCAL = P.E_MTE, P.E_LOCAL
+E_MTE, E_LOCAL, E_P2P = P.E_MTE, P.E_LOCAL, P.E_P2P
 _LOOKBACK = 64  # earlier writes of the same word examined per reset
 # A round, (launch, phase), is packed as ((launch - lmin) << 32) + phase: one int64 that
 # orders like the pair (phases count from 0).
@@ -26,8 +26,9 @@ def _round_of_cover(kind, engine, cov, launch, phase_all, lmin, out):
         out[i] = -2
         if not (k == K_PUT or k == K_PUTSIG or k == K_SIGNAL or k == K_AMO):
             continue
-        # MTE signals and atomics are a store plus a pipe barrier: complete at issue.
-        if (k == K_SIGNAL or k == K_AMO) and (engine[i] == E_MTE or engine[i] == E_LOCAL):
+        # MTE signals and atomics are a store plus a pipe barrier: complete at issue; a p2p
+        # (NVLink) store is complete by its kernel's end, before any later launch's reset.
+        if (k == K_SIGNAL or k == K_AMO) and (engine[i] == E_MTE or engine[i] == E_LOCAL or engine[i] == E_P2P):
             continue
         q = cov[i]
         out[i] = -1 if q < 0 else ((launch[q] - lmin) << 32) + phase_all[q]

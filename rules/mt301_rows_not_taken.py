@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _passes as P
 from ._groups import group_columns
+from ._kept import kept_counts
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -37,6 +38,7 @@ class RowsNotTaken(Rule):
     code = "MT301"
     name = "rows-not-taken"
     family = Family.CAPACITY_TRUNCATION
+    cites = ("MT205",)  # a count kept from an earlier launch asks for rows nobody sent
     severity = Severity.ERROR
     summary = "Receiver took fewer rows than announced (deliver.delivered < requested)"
 
@@ -78,5 +80,13 @@ class RowsNotTaken(Rule):
                    f"taken ({extra['delivered']} of {extra['requested']} requested from source ranks "
                    f"{', '.join(map(str, srcs))}, capacity {extra['capacity']}); {extra['lost_total']} rows lost "
                    f"by this expert over the trace")
-            yield self.hit(msg, rows=tuple(("truncated deliver", int(r)) for r in rr),
+            # The requested count came from a count word that entered the launch uncleaned (MT205):
+            # it is last launches' count plus this one's, not rows anybody sent.
+            kept = [k for k in kept_counts(trace).values()
+                    if int(trace["rank"][k.wait]) == d["rank"] and k.launch == d["launch"]]
+            causes = ((("MT205", (d["rank"], int(trace["core"][kept[0].wait]), int(trace["seq"][kept[0].wait]))),)
+                      if kept else ())
+            if causes:
+                msg += "; the count it read was kept from an earlier launch (MT205)"
+            yield self.hit(msg, rows=tuple(("truncated deliver", int(r)) for r in rr), caused_by=causes,
                            key=(d["rank"], d["core"], d["seq"]), confidence=Confidence.CERTAIN, extra=extra)

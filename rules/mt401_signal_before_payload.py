@@ -23,7 +23,7 @@ class SignalBeforePayload(Rule):
         a flag or counter region to a peer with such a put outstanding is a
         hit naming both. A quiet of another engine in between is named too.
         Fused put_signal is exempt. An amo on an engine listed in the
-        `ordered_engines` option (default roce: an RDMA atomic completes after
+        `ordered_engines` option (default roce and ibgda: an RDMA atomic completes after
         the writes before it on its queue pair) is exempt after puts of that
         engine. One missing drain is one hit: the flag writes that overtake
         puts of one (rank, core, launch, put site) are grouped under the

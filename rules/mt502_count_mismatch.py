@@ -7,7 +7,9 @@ import numpy as np
 from ingest.contract import Role
 
 from . import _passes as P
+from ._counts import raw_counts
 from ._groups import group_columns
+from ._kept import kept_counts
 from ._waitfor import analyze
 from ._waitfor_stale import not_reset
 from .base import Confidence, Family, Rule, Severity, hits_of
@@ -17,7 +19,9 @@ _CAUSE_TEXT = {"MT202": "the receiver's counter was not reset after the previous
                "MT404": "the sender's atomic count was relied on before its engine's quiet",
                "MT105": "the sender wrote a count meant for another peer here",
                "MT101": "the silent side is stuck in a wait of this launch",
-               "MT102": "the silent side is stuck in a barrier of this launch"}
+               "MT102": "the silent side is stuck in a barrier of this launch",
+               "MT106": "the sender stored its count raw, not encoded -n-1",
+               "MT205": "the receiver's count word still held an earlier launch's count (its clean was skipped)"}
 
 
 class CountMismatch(Rule):
@@ -57,7 +61,7 @@ class CountMismatch(Rule):
     severity = Severity.ERROR
     summary = "Pairwise count mismatch: announced by rank i to j versus received by j from i"
     requires = ("inference", "scan", "waitfor")
-    cites = ("MT101", "MT102", "MT105", "MT202", "MT404")
+    cites = ("MT101", "MT102", "MT105", "MT106", "MT202", "MT205", "MT404")
     infers_from = ("params",)
 
     def check(self, trace, ctx):
@@ -145,6 +149,15 @@ def _count_causes(trace, launch: int, sender: int, receiver: int, silent: int | 
     # The sender's UDMA/RoCE atomics to the receiver, relied on before their quiet: the receiver
     # read its count before the add landed (MT404's hits of this run).
     out += [("MT404", key) for key, peers in ix["mt404"].get((sender, launch), []) if receiver in peers]
+    # The sender stored its counts to the receiver raw where they are encoded (MT106's hits).
+    raw = raw_counts(trace).rows
+    raw = raw[(trace["rank"][raw] == sender) & (trace["peer"][raw] == receiver) & (trace["launch"][raw] == launch)]
+    out += [("MT106", (int(trace["rank"][r]), int(trace["core"][r]), int(trace["seq"][r]))) for r in raw[:4]]
+    # The receiver's count words entered the launch holding an earlier count (MT205's hits).
+    for row, k in sorted(kept_counts(trace).items()):
+        if int(trace["rank"][row]) == receiver and k.launch == launch:
+            out.append(("MT205", (receiver, int(trace["core"][row]), int(trace["seq"][row]))))
+            break
     if silent is not None:
         out += ix["nodes"].get((silent, launch), [])
     return tuple(dict.fromkeys(out))

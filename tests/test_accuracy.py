@@ -43,6 +43,11 @@ LATENT_SKIP = {
     "rank-stop": _NO_HANG + " (the rank stopped after its last obligation: its trace ends like a finished one)",
     "capacity-skew": "no receiver went past its capacity on this routing: no row was clamped, nothing is "
                      "truncated to see",
+    "head-not-returned": _NO_HANG + " (no queue into the withholding receiver overfilled its ring: no "
+                         "sender ever waited for the head it kept)",
+    "wrong-channel-poll": _NO_HANG + " (the tails of both channels told the same story on this routing)",
+    "count-unencoded": _NO_HANG,
+    "dispatch-tokens-exceeded": "no source sent more rows to one expert than the buffer holds",
 }
 NOT_EXECUTED = ("the faulty path never ran (truth.json executed is false, e.g. doubleplane's wrong-engine-quiet "
                 "on a core with no segment big enough for SDMA): the trace holds no hazard")

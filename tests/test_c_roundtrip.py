@@ -69,6 +69,28 @@ def test_header_compiles_strict_as_c_and_cxx(tmp_path):
         assert r.returncode == 0, r.stderr
 
 
+CUDA_SHIM = ROOT / "tests" / "c" / "cuda_shim.h"
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler (c++, g++ or clang++) on PATH")
+def test_header_cuda_path_compiles_as_cxx_and_dumps_as_c(dump, tmp_path):
+    """The header as nvcc sees it (__CUDACC__: __device__ __forceinline__ functions, atomicAdd
+    reserving records) compiles as strict C++ with the qualifiers defined away, and the demo built
+    that way writes the very rings the C build writes (the clock aside: the demo sets its own)."""
+    exe = tmp_path / "emit_demo_cuda"
+    for std in ("-std=c++11", "-std=c++17"):
+        r = subprocess.run([CXX, "-x", "c++", std, *STRICT, "-include", str(CUDA_SHIM), "-o", str(exe), str(SRC)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    trace, log = tmp_path / "trace", tmp_path / "emitted.log"
+    trace.mkdir()
+    subprocess.run([str(exe), str(trace), str(log)], check=True, capture_output=True, text=True)
+    c_trace, c_log = dump
+    for f in sorted(c_trace.iterdir()):
+        assert (trace / f.name).read_bytes() == f.read_bytes(), f.name
+    assert log.read_text() == c_log.read_text()
+
+
 def test_c_layout_matches_python_table(demo):
     doc = json.loads(subprocess.run([str(demo), "--layout"], check=True, capture_output=True, text=True).stdout)
     assert doc["header"].pop("size") == HEADER_SIZE

@@ -43,7 +43,7 @@ def test_config_choice_speaks_the_same_words(ds, tmp_path):
     r = run_cli("diagnose", ds, "--config", cfg)
     assert r.code == 2 and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr == (f"moetrace: error: {cfg}: options.MT401.ordered_engines: 'rocee' is not one of 'mte', "
-                        "'sdma', 'udma', 'roce', 'local', 'all'\n")
+                        "'sdma', 'udma', 'roce', 'local', 'all', 'p2p', 'ibgda'\n")
     assert "internal error" not in r.stderr
     cfg.write_text('[options.MT401]\nordered_engines = ["roce", "udma"]\n')
     assert run_cli("diagnose", ds, "--config", cfg, "--fail-on", "never").code == 0

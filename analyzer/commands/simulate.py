@@ -30,6 +30,10 @@ PROTOCOL_HELP = {
                       "MTE done flag",
     "udma_bulk": "UDMA put of a 384 MB buffer part per core to the next rank in 128 MB requests, quiet, "
                  "MTE ready flag",
+    "deepep_normal": "DeepEP intranode dispatch/combine: per-channel NVLink rings with head/tail indices, "
+                     "counts encoded -n-1",
+    "deepep_ll": "DeepEP low-latency dispatch/combine: IBGDA data then count amo on one QP, per-expert "
+                 "counts -n-1, parity signal buffers cleaned one launch ahead",
 }
 # kernels.base.ROUTINGS, restated so that --help imports no numpy (a test checks they agree).
 ROUTINGS = ("uniform", "skewed", "hot")

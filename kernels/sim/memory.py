@@ -26,7 +26,11 @@ _DTYPE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 # Chance that an early-delivery pick of a batch on this engine goes through.
 # Engines without concurrent RMA and AMO to one PE (atomic-add pattern §2.3, §2.4).
 _NO_CONCURRENT = (Engine.UDMA, Engine.ROCE)
-_EARLY = {Engine.MTE: 1.0, Engine.SDMA: 0.25, Engine.UDMA: 0.4, Engine.ROCE: 0.4, Engine.LOCAL: 1.0}
+_EARLY = {Engine.MTE: 1.0, Engine.SDMA: 0.25, Engine.UDMA: 0.4, Engine.ROCE: 0.4, Engine.LOCAL: 1.0,
+          Engine.P2P: 1.0, Engine.IBGDA: 0.4}
+# Engines that deliver one core's ops to one peer in issue order (one queue pair per core and
+# peer, contract.Engine.IBGDA): the oldest such batch to the peer lands first, a prefix at a time.
+_ORDERED = (Engine.IBGDA,)
 # The most one UDMA request carries (seed 001, UDMA primitives: "a single request at most
 # 256 MB, beyond that it must be chunked"). The seed gives the limit, not what the engine does
 # past it; the simulated engine carries the request's first 256 MB and drops the rest, so the
@@ -187,13 +191,16 @@ class Heap:
         p = pend[i]
         if not force and rng.random() >= _EARLY[p.engine]:
             return
-        for j in range(i):  # an older batch to the same peer behind a fence goes first
+        for j in range(i):  # an older batch to the same peer behind a fence (or on its queue pair) goes first
             q = pend[j]
-            if q.peer == p.peer and q.fence < p.fence:
+            if q.peer == p.peer and (q.fence < p.fence or (p.engine in _ORDERED and q.engine == p.engine)):
                 i, p = j, q
                 break
         n = len(p.left)
-        mask = rng.random(n) < 0.5
+        if p.engine in _ORDERED:  # in issue order within the batch too
+            mask = np.arange(n) < 1 + int(rng.integers(n))
+        else:
+            mask = rng.random(n) < 0.5
         if not mask.any():
             mask[int(rng.integers(n))] = True
         self.land(p, p.left[mask])

@@ -44,7 +44,7 @@ static uint64_t demo_clock(void)
 static const char *const KINDS[] = {"kernel_begin", "kernel_end", "put", "get", "put_signal", "signal", "amo",
                                     "quiet", "fence", "wait_begin", "wait_end", "write", "pipe_sync",
                                     "atomic_mode", "barrier_begin", "barrier_end", "route", "count", "deliver"};
-static const char *const ENGINES[] = {"mte", "sdma", "udma", "roce", "local", "all"};
+static const char *const ENGINES[] = {"mte", "sdma", "udma", "roce", "local", "all", "p2p", "ibgda"};
 static const char *const OPS[] = {"set", "add", "none"};
 static const char *const CMPS[] = {"eq", "ne", "gt", "ge", "lt", "le"};
 static const char *const OUTCOMES[] = {"ok", "timeout"};

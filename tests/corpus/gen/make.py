@@ -13,7 +13,7 @@ if __package__ in (None, ""):  # run as a script: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "gen"
 
-from . import cases_classic, cases_wrong_slot, fused, generation, reduce_scatter, udma_counts  # noqa: E402,F401  (registering)
+from . import cases_classic, cases_wrong_slot, deepep, fused, generation, reduce_scatter, udma_counts  # noqa: E402,F401  (registering)
 from . import cases_engines  # noqa: E402,F401  (registering)
 from . import cases_roots, split_generation  # noqa: E402,F401  (registering)
 from . import cases_unusual, cases_unusual2  # noqa: E402,F401  (issue 18: unusual but legal)
