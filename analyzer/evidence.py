@@ -4,9 +4,10 @@ A hit names its evidence as (role, row) pairs; a finding carries each row as
 an ``Evidence`` (the event's non-null fields by wire name, as
 ``TraceView.describe`` gives them) and is located at its first row unless the
 hit says otherwise.  A trace with millions of findings has millions of
-evidence rows: ``describe_rows`` resolves them per kind with one vectorised
+evidence rows: ``_resolve_rows`` resolves them per kind with one vectorised
 take per column (and each distinct row once), where a ``describe`` per row
-cost a dozen numpy scalar reads each.
+cost a dozen numpy scalar reads each, and builds each row's evidence values
+per null pattern (which fields it lacks) with one getter, not a test per field.
 """
 
 from __future__ import annotations
@@ -28,36 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
 _LOC_FIELDS = ("rank", "core", "launch", "region", "offset", "site", "source")
 _NULL = object()  # a null field: left out of the description
 _STRING = COLUMN["name"].type
-
-
-def describe_rows(trace: "TraceView", rows: Sequence[int]) -> list[dict[str, Any]]:
-    """``[trace.describe(r) for r in rows]``, with the same keys in the same order and the same values."""
-    rows = np.asarray(rows, np.int64)
-    if not len(rows):
-        return []
-    uniq, inv = np.unique(rows, return_inverse=True)
-    kinds = trace.col("kind")[uniq].astype(np.int64)
-    out: list[Any] = [None] * len(uniq)
-    for k in np.unique(kinds).tolist():
-        sel = np.flatnonzero(kinds == k)
-        for i, d in zip(sel.tolist(), _describe_kind(trace, Kind(k), uniq[sel])):
-            out[i] = d
-    return [out[i] for i in inv.reshape(-1).tolist()]
-
-
-def _describe_kind(trace: "TraceView", kind: Kind, rows: np.ndarray) -> list[dict[str, Any]]:
-    fields = _kind_fields(trace, kind, rows)
-    wire = kind.wire
-    rank, core, seq = (trace.col(c)[rows].tolist() for c in ("rank", "core", "seq"))
-    out = []
-    for i in range(len(rows)):
-        d: dict[str, Any] = {"rank": rank[i], "core": core[i], "seq": seq[i], "kind": wire}
-        for key, vals in fields:
-            x = vals[i]
-            if x is not _NULL:
-                d[key] = x
-        out.append(d)
-    return out
 
 
 def _kind_fields(trace: "TraceView", kind: Kind, rows: np.ndarray, nulls: list | None = None) -> list[tuple[str, list]]:
@@ -128,8 +99,8 @@ def findings_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: typ
 
 
 def _resolve_rows(trace: "TraceView", rows: Sequence[int]) -> list[tuple]:
-    """Per row: (rank, core, seq, kind, FieldValues, source, where its location fields sit), as ``describe_rows``
-    gives the row's description, built straight from the columns; a repeated row's one tuple."""
+    """Per row: (rank, core, seq, kind, FieldValues, source, where its location fields sit), what
+    ``TraceView.describe`` says of the row, built straight from the columns; a repeated row's one tuple."""
     rows = np.asarray(rows, np.int64)
     if not len(rows):
         return []
