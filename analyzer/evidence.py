@@ -4,13 +4,15 @@ A hit names its evidence as (role, row) pairs; a finding carries each row as
 an ``Evidence`` (the event's non-null fields by wire name, as
 ``TraceView.describe`` gives them) and is located at its first row unless the
 hit says otherwise.  A trace with millions of findings has millions of
-evidence rows: ``describe_rows`` resolves them per kind with one vectorised
+evidence rows: ``_resolve_rows`` resolves them per kind with one vectorised
 take per column (and each distinct row once), where a ``describe`` per row
-cost a dozen numpy scalar reads each.
+cost a dozen numpy scalar reads each, and builds each row's evidence values
+per null pattern (which fields it lacks) with one getter, not a test per field.
 """
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -29,22 +31,9 @@ _NULL = object()  # a null field: left out of the description
 _STRING = COLUMN["name"].type
 
 
-def describe_rows(trace: "TraceView", rows: Sequence[int]) -> list[dict[str, Any]]:
-    """``[trace.describe(r) for r in rows]``, with the same keys in the same order and the same values."""
-    rows = np.asarray(rows, np.int64)
-    if not len(rows):
-        return []
-    uniq, inv = np.unique(rows, return_inverse=True)
-    kinds = trace.col("kind")[uniq].astype(np.int64)
-    out: list[Any] = [None] * len(uniq)
-    for k in np.unique(kinds).tolist():
-        sel = np.flatnonzero(kinds == k)
-        for i, d in zip(sel.tolist(), _describe_kind(trace, Kind(k), uniq[sel])):
-            out[i] = d
-    return [out[i] for i in inv.reshape(-1).tolist()]
-
-
-def _describe_kind(trace: "TraceView", kind: Kind, rows: np.ndarray) -> list[dict[str, Any]]:
+def _kind_fields(trace: "TraceView", kind: Kind, rows: np.ndarray, nulls: list | None = None) -> list[tuple[str, list]]:
+    """(wire name, the rows' values, ``_NULL`` where null) of every field a row of ``kind`` may carry;
+    ``nulls`` gets each field's null mask (a numpy bool array) where given."""
     req, opt = FIELDS[kind]
     fields: list[tuple[str, list]] = []
     for name in ("ts", "launch") + req + opt + COMMON_OPTIONAL:
@@ -52,9 +41,11 @@ def _describe_kind(trace: "TraceView", kind: Kind, rows: np.ndarray) -> list[dic
         v = trace.col(name)[rows]
         if spec.type.equals(_STRING):
             vals = [_NULL if x is None else x for x in v.tolist()]
+            null = np.array([x is _NULL for x in vals], bool)
         else:
             ints = v.astype(np.int64)
             vals = ints.tolist()
+            null = ints == spec.numpy_null
             if spec.enum is not None:
                 wire = {x: spec.enum(x).wire for x in set(vals) if x != spec.numpy_null}
                 vals = [wire.get(x, _NULL) for x in vals]
@@ -62,21 +53,12 @@ def _describe_kind(trace: "TraceView", kind: Kind, rows: np.ndarray) -> list[dic
                 regions = trace.declared.regions
                 vals = [_NULL if x == spec.numpy_null else regions[x].name for x in vals]
             else:
-                null = ints == spec.numpy_null
                 if null.any():
                     vals = [_NULL if z else x for x, z in zip(vals, null.tolist())]
         fields.append((json_name(kind, name), vals))
-    wire = kind.wire
-    rank, core, seq = (trace.col(c)[rows].tolist() for c in ("rank", "core", "seq"))
-    out = []
-    for i in range(len(rows)):
-        d: dict[str, Any] = {"rank": rank[i], "core": core[i], "seq": seq[i], "kind": wire}
-        for key, vals in fields:
-            x = vals[i]
-            if x is not _NULL:
-                d[key] = x
-        out.append(d)
-    return out
+        if nulls is not None:
+            nulls.append(null)
+    return fields
 
 
 def owned(window, hits: Sequence["Hit"], trace: "TraceView") -> list["Hit"]:
@@ -94,36 +76,90 @@ def owned(window, hits: Sequence["Hit"], trace: "TraceView") -> list["Hit"]:
 def findings_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: type["Rule"], config: Config,
                 trace: "TraceView") -> list[Finding]:
     """One finding per hit (its rule by code, else ``rule``), the evidence of all of them described at once."""
-    described = iter(describe_rows(trace, [row for h in hits for _, row in h.rows]))
-    site_text = trace.manifest.site_text
-    # By id of the description (describe_rows hands a repeated row's one dict): a row's values
-    # and source are built once and shared by every finding that cites it.
-    values: dict[int, tuple[dict[str, Any], str | None]] = {}
+    resolved = iter(_resolve_rows(trace, [row for h in hits for _, row in h.rows]))
     notes: dict[tuple, list[str]] = {}  # inference notes by (region, properties): few distinct
-    shared: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple of field names per distinct set
+    per_rule: dict[str, tuple] = {}  # (rule, family, severity) per code: the config's selectors matched once
     out = []
     for h in hits:
-        rows = [(role, next(described)) for role, _ in h.rows]
         evidence = []
-        for role, d in rows:
-            vs = values.get(id(d))
-            if vs is None:
-                fields = [(k, v) for k, v in d.items() if k not in ("rank", "core", "seq", "kind")]
-                names = tuple(k for k, _ in fields)
-                names = shared.setdefault(names, names)
-                vs = values[id(d)] = (FieldValues(names, tuple(v for _, v in fields)), site_text(d.get("site")))
-            evidence.append(Evidence(role, d["rank"], d["core"], d["seq"], d["kind"], vs[0], vs[1]))
-        out.append(_finding(h, rules.get(h.code, rule), config, trace, rows, tuple(evidence), notes))
+        first = None
+        for role, _ in h.rows:
+            r = next(resolved)
+            if first is None:
+                first = r
+            evidence.append(Evidence(role, r[0], r[1], r[2], r[3], r[4], r[5]))
+        fixed = per_rule.get(h.code)
+        if fixed is None:
+            rule_ = rules.get(h.code, rule)
+            fixed = per_rule[h.code] = (rule_, _value(rule_.family),
+                                        config.severity_for(rule_) or None, _value(rule_.severity))
+        out.append(_finding(h, fixed, trace, _location_of(first) if first is not None else None,
+                            tuple(evidence), notes))
     return out
 
 
-def _finding(hit: "Hit", rule: type["Rule"], config: Config, trace: "TraceView",
-             described: list[tuple[str, dict[str, Any]]], evidence: tuple[Evidence, ...],
-             notes: dict[tuple, list[str]]) -> Finding:
-    loc: dict[str, Any] = {}
-    if described:
-        first = described[0][1]
-        loc = {k: first[k] for k in _LOC_FIELDS if k in first}
+def _resolve_rows(trace: "TraceView", rows: Sequence[int]) -> list[tuple]:
+    """Per row: (rank, core, seq, kind, FieldValues, source, where its location fields sit), what
+    ``TraceView.describe`` says of the row, built straight from the columns; a repeated row's one tuple."""
+    rows = np.asarray(rows, np.int64)
+    if not len(rows):
+        return []
+    uniq, inv = np.unique(rows, return_inverse=True)
+    kinds = trace.col("kind")[uniq].astype(np.int64)
+    out: list[Any] = [None] * len(uniq)
+    shared: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple of field names per distinct set
+    site_text = trace.manifest.site_text
+    for k in np.unique(kinds).tolist():
+        sel = np.flatnonzero(kinds == k)
+        for i, r in zip(sel.tolist(), _resolve_kind(trace, Kind(k), uniq[sel], shared, site_text)):
+            out[i] = r
+    return [out[i] for i in inv.reshape(-1).tolist()]
+
+
+def _resolve_kind(trace: "TraceView", kind: Kind, rows: np.ndarray, shared: dict, site_text) -> list[tuple]:
+    nulls: list[np.ndarray] = []
+    fields = _kind_fields(trace, kind, rows, nulls)
+    names_all = tuple(key for key, _ in fields)
+    # Rows grouped by which fields are null: per pattern the present fields' names, a getter of
+    # their values (C-level, no per-field test per row) and where the location fields sit.
+    pattern = np.zeros(len(rows), np.int64)
+    for j, null in enumerate(nulls):
+        pattern |= null.astype(np.int64) << j
+    per: dict[int, tuple] = {}
+    for p in np.unique(pattern).tolist():
+        keep = [j for j in range(len(names_all)) if not (p >> j) & 1]
+        names = tuple(names_all[j] for j in keep)
+        names = shared.setdefault(names, names)
+        get = (itemgetter(*keep) if len(keep) > 1 else
+               (lambda v, j=keep[0]: (v[j],)) if keep else (lambda v: ()))
+        at = {n: i for i, n in enumerate(names)}
+        loc = (tuple(k for k in _LOC_FIELDS if k in at), tuple(at[k] for k in _LOC_FIELDS if k in at))
+        per[p] = (names, get, at.get("site"), loc)
+    wire = kind.wire
+    rank, core, seq = (trace.col(c)[rows].tolist() for c in ("rank", "core", "seq"))
+    out = []
+    for i, (vals, p) in enumerate(zip(zip(*(v for _, v in fields)), pattern.tolist())):
+        names, get, site_at, loc = per[p]
+        present = get(vals)
+        out.append((rank[i], core[i], seq[i], wire, FieldValues(names, present),
+                    site_text(None if site_at is None else present[site_at]), loc))
+    return out
+
+
+def _location_of(r: tuple) -> dict[str, Any]:
+    """The location fields of a resolved row, as ``{k: d[k] for k in _LOC_FIELDS if k in d}`` of its description."""
+    loc = {"rank": r[0], "core": r[1]}
+    names, at = r[6]
+    values = r[4]._values
+    for k, j in zip(names, at):
+        loc[k] = values[j]
+    return loc
+
+
+def _finding(hit: "Hit", fixed: tuple, trace: "TraceView", first_loc: dict[str, Any] | None,
+             evidence: tuple[Evidence, ...], notes: dict[tuple, list[str]]) -> Finding:
+    rule, family, configured, default_severity = fixed
+    loc: dict[str, Any] = first_loc if first_loc is not None else {}
     extra = dict(hit.extra)
     for k, v in hit.location.items():
         if k in _LOC_FIELDS:
@@ -149,10 +185,9 @@ def _finding(hit: "Hit", rule: type["Rule"], config: Config, trace: "TraceView",
     if "source" not in loc and loc.get("site") is not None:
         loc["source"] = trace.manifest.site_text(loc["site"])
     location = Location(**loc)
-    severity = config.severity_for(rule) or (hit.severity.value if hit.severity else None) \
-        or _value(rule.severity)
+    severity = configured or (hit.severity.value if hit.severity else None) or default_severity
     key = normalize_key(hit.key)
-    return Finding(id="", code=hit.code, family=_value(rule.family), name=rule.name, severity=severity,
+    return Finding(id="", code=hit.code, family=family, name=rule.name, severity=severity,
                    confidence=confidence, message=hit.message, location=location,
                    evidence=evidence, fingerprint=fingerprint(hit.code, location),
                    extra={**extra, **_decision_inputs(hit)}, key=key)

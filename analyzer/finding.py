@@ -194,8 +194,32 @@ def fingerprint(code: str, location: Location) -> str:
     Two findings of one rule at one place are told apart by a -2, -3 suffix.
     """
     place = [getattr(location, f) for f in _PLACE]
-    blob = json.dumps([code, place], separators=(",", ":"), sort_keys=True)
+    blob = _compact_json(code, place)
+    if blob is None:
+        blob = json.dumps([code, place], separators=(",", ":"), sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+_ENCODE_STR = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str (ensure_ascii)
+
+
+def _compact_json(code: str, place: list) -> str | None:
+    """``json.dumps([code, place], separators=(",", ":"))`` where every value is an int, str or
+    None (a Location's place always is), built without the encoder's per-call setup; None otherwise."""
+    parts = []
+    for v in place:
+        t = type(v)
+        if t is int:
+            parts.append(int.__repr__(v))
+        elif t is str:
+            parts.append(_ENCODE_STR(v))
+        elif v is None:
+            parts.append("null")
+        else:
+            return None
+    if type(code) is not str:
+        return None
+    return "[" + _ENCODE_STR(code) + ",[" + ",".join(parts) + "]]"
 
 
 _PLAIN = frozenset((int, str, float, bool, type(None)))
@@ -224,6 +248,15 @@ def jsonable(value: Any) -> Any:
 
 def normalize_key(value: Any) -> Any:
     """A hashable, canonical form of a rule key: numpy ints to int, lists to tuples."""
+    t = type(value)
+    if t is int or t is str:
+        return value
+    if t is tuple:  # most keys: (rank, core, seq), already plain ints
+        for v in value:
+            if type(v) is not int:
+                break
+        else:
+            return value
     if isinstance(value, (list, tuple)):
         return tuple(normalize_key(v) for v in value)
     if hasattr(value, "item") and callable(value.item):

@@ -76,3 +76,32 @@ def _packed(cols: Sequence[np.ndarray]) -> np.ndarray | None:
         key *= span
         key += c.astype(np.int64) - lo
     return key
+
+
+def split_groups(cols: Sequence[np.ndarray], items: np.ndarray) -> list[np.ndarray]:
+    """``items`` split by the distinct tuples of ``cols``: one array per group, the groups in order of
+    their first member, each group's members in index order.
+
+    What ``group_columns(cols).inverse``, a stable argsort of it, ``np.split`` and the order of first
+    occurrence gave, from the one sort ``group_columns`` makes.
+    """
+    cols = [np.asarray(c) for c in cols]
+    items = np.asarray(items)
+    n = len(items)
+    if n == 0:
+        return []
+    key = _packed(cols)
+    if key is not None:
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
+        starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
+    else:
+        order = np.lexsort(cols[::-1])
+        change = np.zeros(n, bool)
+        change[0] = True
+        for c in cols:
+            sc = c[order]
+            change[1:] |= sc[1:] != sc[:-1]
+        starts = np.flatnonzero(change)
+    parts = np.split(items[order], starts[1:])
+    return [parts[i] for i in np.argsort(order[starts], kind="stable").tolist()]

@@ -7,7 +7,7 @@ import numpy as np
 from . import _passes as P
 from . import _words as W
 from ._flag_causes import behind_stale_counts, late_puts
-from ._groups import group_columns
+from ._groups import group_columns, split_groups
 from ._jit import kernel
 from .base import Confidence, Family, Rule, Severity
 
@@ -133,16 +133,14 @@ class FlagNotReset(Rule):
         idx, owner = idx[keep], owner[keep]
         if not len(idx):
             return
-        g = group_columns((owner, w.region[idx], w.launch_of(idx))).inverse
         ends = np.flatnonzero(kind == P.K_WEND)
         eck = w.ckey(trace.key[ends], trace["launch"][ends])
         eorder = np.argsort(eck, kind="stable")
         eck, ends = eck[eorder], ends[eorder]
         # Groups in order of their first member, members in table order: one stable sort, split
         # at the boundaries (a mask per group would cost groups x entries).
-        order = np.argsort(g, kind="stable")
-        parts = np.split(idx[order], np.flatnonzero(np.diff(g[order])) + 1)
-        hits = [self._hit(trace, w, parts[int(gid)], eck, ends) for gid in g[np.sort(np.unique(g, return_index=True)[1])]]
+        hits = [self._hit(trace, w, members, eck, ends)
+                for members in split_groups((owner, w.region[idx], w.launch_of(idx)), idx)]
         yield from behind_stale_counts(trace, hits)
 
     def _hit(self, trace, w, members, eck, ends):
@@ -155,20 +153,24 @@ class FlagNotReset(Rule):
         hi = np.searchsorted(eck, w.ck[m0], "right")
         if hi > 0 and eck[hi - 1] == w.ck[m0]:
             rows.append(("owner's wait", int(ends[hi - 1])))
-        rows += [("last write", int(r)) for r in dict.fromkeys(w.row[members].tolist()).keys()][:_SHOW]
-        # trace.decode_key's offset, for every member at once (a hit can name thousands of words).
-        rest = w.key_of(members) % trace.manifest.words_per_rank
+        # A hit can name thousands of words: only the first _SHOW rows and offsets become Python values.
+        last_rows = w.row[members]
+        _, first_at = np.unique(last_rows, return_index=True)
+        rows += [("last write", int(r)) for r in last_rows[np.sort(first_at)[:_SHOW]].tolist()]
+        nwords = len(members)
+        # trace.decode_key's offset of the members shown.
+        rest = w.key_of(members[:_SHOW]) % trace.manifest.words_per_rank
         base = trace.region_base
         offs = (rest - base[np.searchsorted(base, rest, "right") - 1]).tolist()
         after = w.after[members]
-        vals = sorted(set(after[after != P.NULL64].tolist()) | ({"unknown"} if (after == P.NULL64).any() else set()),
-                      key=str)
+        vals = sorted(set(np.unique(after[after != P.NULL64]).tolist())
+                      | ({"unknown"} if (after == P.NULL64).any() else set()), key=str)
         dl = trace.describe(int(w.row[m0]))
-        shown = ", ".join(map(str, offs[:_SHOW])) + (" ..." if len(offs) > _SHOW else "")
-        msg = (f"rank {own} launch {launch}: {len(offs)} word(s) of {P.region_name(trace, region)} not back at "
+        shown = ", ".join(map(str, offs)) + (" ..." if nwords > _SHOW else "")
+        msg = (f"rank {own} launch {launch}: {nwords} word(s) of {P.region_name(trace, region)} not back at "
                f"reset {reset} at the end of the launch (offsets {shown}; value(s) {', '.join(map(str, vals))}); "
                f"last written by rank {dl['rank']} core {dl['core']} seq {dl['seq']} ({dl['kind']}); ")
-        causes = late_puts(trace, w.row[members])
+        causes = late_puts(trace, last_rows)
         if causes:  # the producer's missing drain, not the owner's reset, left them set
             msg += (f"each was last written by a put still in flight at the producer's flag write (MT401): it "
                     f"landed after rank {own} took the slots it saw and reset those")
@@ -178,7 +180,7 @@ class FlagNotReset(Rule):
         weak = {"message": msg, "confidence": conf}
         # The reset is an absence: where the owner's (or a writer's) launch is not whole, the
         # reset, or the write order that made it unneeded, may be in the lost part of a ring.
-        gap = P.launch_gap(trace, {own} | set(trace["rank"][w.row[members]].tolist()), launch)
+        gap = P.launch_gap(trace, {own} | set(np.unique(trace["rank"][last_rows]).tolist()), launch)
         if gap:
             weak = P.weakened(msg, gap)
         first = rows[0][1]
@@ -186,7 +188,7 @@ class FlagNotReset(Rule):
                         key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
                         location={"rank": own, "launch": launch, "region": P.region_name(trace, region),
                                   "offset": off0},
-                        extra={"owner": own, "words": len(offs), "offsets": offs[:_SHOW], "values": vals})
+                        extra={"owner": own, "words": nwords, "offsets": offs, "values": vals})
 
 
 def _reset_after_sync(trace, w, idx) -> np.ndarray:
