@@ -113,7 +113,7 @@ class Builder:
         with their last launch: a slot a rank kept writing (a generation it raised step by step)
         names that rank where the region has no index."""
         tb = self.tables
-        idx = tb.history(w.skey, w.launch + 1)
+        idx = self._releasing_history(w)
         reset = self.trace.manifest.regions[w.region].reset
         if reset is not None:
             idx = idx[tb.w_value[idx] != reset]
@@ -122,11 +122,22 @@ class Builder:
             out[int(tb.w_rank[i])] = int(tb.w_launch[i])
         return sorted(out.items())
 
+    def _releasing_history(self, w) -> np.ndarray:
+        """Write-table indices into w's slot up to its own launch, less the waiting core's own
+        writes before the wait in that launch: it began waiting after them (a ring's head it
+        cleared, a flag it reset), so they are not the write it waits for, with or without a
+        ``reset`` annotation to say so."""
+        tb = self.tables
+        idx = tb.history(w.skey, w.launch + 1)
+        own = (tb.w_rank[idx] == w.rank) & (tb.w_core[idx] == w.core) & (tb.w_launch[idx] == w.launch) \
+            & (tb.w_row[idx] < w.row)
+        return idx[~own]
+
     def cores_for(self, p: int, w) -> np.ndarray:
         """Segments of rank p that can release w: its earlier writers of the slot if known."""
         segs = np.flatnonzero(self.seg_rank == p)
         tb = self.tables
-        idx = tb.history(w.skey, w.launch + 1)
+        idx = self._releasing_history(w)
         cores = set(tb.w_core[idx[tb.w_rank[idx] == p]].tolist())
         pick = segs[np.isin(self.seg_core[segs], list(cores))] if cores else segs
         return pick if len(pick) else segs
