@@ -105,7 +105,12 @@ class DefectClass:
 
 def class_key(f: Finding) -> tuple:
     loc = f.location
-    return (f.code, loc.site, loc.region, f.is_root, message_shape(f.message))
+    return (f.code, loc.site, loc.region, f.is_root, _shape(f))
+
+
+def _shape(f: Finding) -> str:
+    """What the class says the defect is: the defect the rule named, else the message's shape."""
+    return f"defect {f.defect}" if f.defect else message_shape(f.message)
 
 
 def class_fingerprint(code: str, site: int | None, region: str | None, root: bool, shape: str) -> str:
@@ -119,7 +124,7 @@ def group(findings: Sequence[Finding]) -> tuple[tuple[Finding, ...], tuple[Defec
     members: dict[tuple, list[int]] = {}
     shapes: dict[str, str] = {}  # many findings repeat a message word for word
     for i, f in enumerate(findings):
-        shape = shapes.get(f.message)
+        shape = f"defect {f.defect}" if f.defect else shapes.get(f.message)
         if shape is None:
             shape = shapes[f.message] = message_shape(f.message)
         loc = f.location

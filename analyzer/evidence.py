@@ -190,7 +190,7 @@ def _finding(hit: "Hit", fixed: tuple, trace: "TraceView", first_loc: dict[str, 
     return Finding(id="", code=hit.code, family=family, name=rule.name, severity=severity,
                    confidence=confidence, message=hit.message, location=location,
                    evidence=evidence, fingerprint=fingerprint(hit.code, location),
-                   extra={**extra, **_decision_inputs(hit)}, key=key)
+                   extra={**extra, **_decision_inputs(hit)}, key=key, defect=hit.defect)
 
 
 def _decision_inputs(hit: "Hit") -> dict[str, Any]:

@@ -65,6 +65,11 @@ class Hit:
     ``stalls``: the (rank, core or None) places this finding says made no
     progress; where a root's ``blocks`` hold every one of them, the place is
     that root's waiter and the finding its symptom, never a second root.
+
+    ``defect`` names the defect within the rule where one rule words one defect
+    in several ways (a raw count of 0 and one of 5): the findings of a rule,
+    site and region that name the same defect are one defect class whatever
+    their messages say (``analyzer.classes``); empty, the message's shape decides.
     """
 
     code: str
@@ -79,6 +84,7 @@ class Hit:
     gap: str | None = None
     blocks: tuple[tuple[int, int], ...] = ()
     stalls: tuple[tuple[int, int | None], ...] = ()
+    defect: str = ""
 
 
 @dataclass(frozen=True)

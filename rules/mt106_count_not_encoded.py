@@ -61,4 +61,4 @@ class CountNotEncoded(Rule):
             conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or (
                 Confidence.CERTAIN if never else Confidence.INFERRED)
             yield self.hit(msg, rows=rows, key=(d["rank"], d["core"], d["seq"]), confidence=conf,
-                           extra={"peer": d["peer"], "value": d["value"], "encoded_writes": int(len(enc))})
+                           defect="count-stored-raw", extra={"peer": d["peer"], "value": d["value"], "encoded_writes": int(len(enc))})

@@ -183,3 +183,26 @@ def test_numbers_as_hash_is_the_number_regex():
     for _ in range(20000):
         m = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
         assert _numbers_as_hash(m) == _NUMBER.sub("#", m), m
+
+
+def _finding(fid: str, message: str, defect: str = "", rank: int = 0):
+    from analyzer.finding import Finding, Location
+
+    return Finding(id=fid, code="MT106", family="hang", name="count-not-encoded", severity="error",
+                   confidence="certain", message=message, location=Location(rank=rank, core=0, region="cnt"),
+                   defect=defect)
+
+
+def test_a_named_defect_is_one_class_whatever_its_messages_say():
+    """Two wordings of one defect (a raw 0 and a raw 5) are one class, and rewording either
+    changes neither the class nor its fingerprint; without a defect name the shapes split them."""
+    from analyzer.classes import group
+
+    zero, five = "stored 0 raw: a != 0 poll never ends", "stored 5 raw: it decodes as -6 rows"
+    _, named = group([_finding("F1", zero, "count-stored-raw"), _finding("F2", five, "count-stored-raw", 1)])
+    assert len(named) == 1 and named[0].members == ("F1", "F2")
+    _, reworded = group([_finding("F1", "the count 0 went out unencoded", "count-stored-raw"),
+                         _finding("F2", five, "count-stored-raw", 1)])
+    assert reworded[0].fingerprint == named[0].fingerprint
+    _, unnamed = group([_finding("F1", zero), _finding("F2", five, rank=1)])
+    assert len(unnamed) == 2
