@@ -12,6 +12,7 @@ import numpy as np
 
 from ingest.contract import Kind, Op
 
+from . import _passes as P
 from ._rings import ring_role
 from ._waitfor_producers import producer_of
 from ._waitfor_scan import STOPPED, scanned
@@ -154,6 +155,8 @@ class Builder:
         known = vals != vnull
         if region.monotonic and known.any():
             cur = max(int(vals[known].max()), region.reset if region.reset is not None else -(2**62))
+        elif (ordered := self._ordered_value(n)) is not None:
+            cur = ordered
         else:
             # The last write that sets the word (or carries no value) and the adds after it.
             setters = np.flatnonzero((ops != Op.ADD) | ~known)
@@ -165,6 +168,23 @@ class Builder:
             return None, "current value unknown"
         note = "" if in_launch else f", never written in launch {n.launch}"
         return cur, f"current value {cur}{note}"
+
+    def _ordered_value(self, n) -> int | None:
+        """The word's value after its last write up to n's launch in the word table's
+        happens-before order (a consumer's reset after the wait that saw the producer's write
+        comes after that write, whatever the rows' order), or None where the table does not
+        hold the word (not flag-like) or cannot say."""
+        if not P.region_table(self.trace)["flaglike"][n.region]:
+            return None
+        from ._words import NULL64, words
+
+        table = words(self.trace)
+        lo, hi = table.key_bounds(self.trace.key_of(n.rank, n.region, n.offset))
+        upto = np.flatnonzero(table.launch_of(np.arange(lo, hi)) <= n.launch)
+        if not len(upto):
+            return None
+        value = int(table.after[lo + upto[-1]])
+        return None if value == NULL64 else value
 
     def misdirected(self, w, p: int) -> list[int]:
         """Write-table indices of p's writes into w's region, in w's launch, that went astray.

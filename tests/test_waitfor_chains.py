@@ -81,3 +81,14 @@ def test_a_producer_that_raised_the_word_then_died_is_the_root(tmp_path):
     assert n.roots == (("MT103", (1, 0, 4)),)
     (h,) = hits(t, "MT101")
     assert h.caused_by == (("MT103", (1, 0, 4)),)
+
+
+def test_current_value_follows_happens_before_not_rows():
+    """Rank 0 waited on its flag[1], saw rank 1's 1, then reset it to 0: the word holds 0, though
+    rank 1's write comes later in row order (tests/corpus/handshake_wrong_slot, launch 1's waits)."""
+    from analyzer.engine import diagnose
+
+    corpus = Path(__file__).resolve().parent / "corpus" / "handshake_wrong_slot"
+    stuck = {(f.location.rank, f.extra["slot"]): f.extra["current"]
+             for f in diagnose(corpus).findings if f.code == "MT101"}
+    assert stuck == {(0, 1): 0, (1, 0): 0}, stuck
