@@ -37,9 +37,11 @@ def _bare_view(proto: str, tmp_path: Path) -> tuple[TraceView, TraceView]:
 
 # Known inference gaps, strict xfails (the case flips to XPASS, a failure, once fixed: then delete it).
 KNOWN_GAPS = {
-    "deepep_normal": "channel_count (slot = channel*ranks + src_rank, written by src_rank, the 'segment' "
-                     "writer formula) is not inferred as 'segment' from a bare trace; its producers come from "
-                     "the ring rules instead (found merging issue 20 with issue 18's inference tests)",
+    "deepep_normal": "channel_count (slot = channel*ranks + src_rank, written by src_rank: the 'segment' "
+                     "writer formula) is not inferred as 'segment' from a bare trace: no count/deliver events, so "
+                     "local_experts is unknown and 'segment' is never sized (length / ranks would do), and the "
+                     "owner's clean writes of 0 are not inferred as its reset, so only 50% of writes fit; its "
+                     "producers come from the ring rules instead (found merging issue 20 with issue 18's tests)",
 }
 
 
