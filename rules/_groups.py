@@ -32,19 +32,7 @@ def group_columns(cols: Sequence[np.ndarray]) -> Groups:
     if n == 0:
         empty = np.zeros(0, np.intp)
         return Groups(np.zeros((len(cols), 0), dtype), empty, empty, empty)
-    key = _packed(cols)
-    if key is not None:
-        order = np.argsort(key, kind="stable")
-        sk = key[order]
-        starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
-    else:
-        order = np.lexsort(cols[::-1])  # lexsort is stable: equal tuples keep their index order
-        change = np.zeros(n, bool)
-        change[0] = True
-        for c in cols:
-            sc = c[order]
-            change[1:] |= sc[1:] != sc[:-1]
-        starts = np.flatnonzero(change)
+    order, starts = _sorted_runs(cols)
     first = order[starts]
     ids = np.zeros(n, np.intp)
     ids[starts[1:]] = 1
@@ -53,6 +41,23 @@ def group_columns(cols: Sequence[np.ndarray]) -> Groups:
     counts = np.diff(np.append(starts, n))
     values = np.stack([c[first] for c in cols]).astype(dtype, copy=False)
     return Groups(values, first, inverse, counts)
+
+
+def _sorted_runs(cols: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A stable order of the (non-empty) tuples of ``cols`` and where each run of equal tuples
+    starts in it: one int64 sort where the packed key fits, else a lexsort."""
+    key = _packed(cols)
+    if key is not None:
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
+        return order, np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
+    order = np.lexsort(cols[::-1])  # lexsort is stable: equal tuples keep their index order
+    change = np.zeros(len(order), bool)
+    change[0] = True
+    for c in cols:
+        sc = c[order]
+        change[1:] |= sc[1:] != sc[:-1]
+    return order, np.flatnonzero(change)
 
 
 def _packed(cols: Sequence[np.ndarray]) -> np.ndarray | None:
@@ -90,18 +95,6 @@ def split_groups(cols: Sequence[np.ndarray], items: np.ndarray) -> list[np.ndarr
     n = len(items)
     if n == 0:
         return []
-    key = _packed(cols)
-    if key is not None:
-        order = np.argsort(key, kind="stable")
-        sk = key[order]
-        starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
-    else:
-        order = np.lexsort(cols[::-1])
-        change = np.zeros(n, bool)
-        change[0] = True
-        for c in cols:
-            sc = c[order]
-            change[1:] |= sc[1:] != sc[:-1]
-        starts = np.flatnonzero(change)
+    order, starts = _sorted_runs(cols)
     parts = np.split(items[order], starts[1:])
     return [parts[i] for i in np.argsort(order[starts], kind="stable").tolist()]
