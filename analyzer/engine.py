@@ -259,7 +259,7 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     analyses); ``tell("rule", 1)`` as each rule ends.
     """
     from ingest._jit import warm
-    from rules.analyses import run
+    from rules.runner import run
     from rules.trace import TraceView
 
     if selected:

@@ -6,9 +6,10 @@ import numpy as np
 
 from ingest.contract import Outcome
 
-from . import _passes as P
-from . import _words as W
+from . import _hits as H
 from ._jit import kernel
+from .analysis import CoreScan, HappensBefore, Stage, WordTable
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -69,17 +70,17 @@ class StaleWait(Rule):
     family = Family.STALE_FLAG
     severity = Severity.ERROR
     summary = "Wait satisfied by a value written in an earlier launch and never reset"
-    requires = ("inference", "order", "words")
+    requires = (Stage.CORE_SCAN, Stage.HAPPENS_BEFORE, Stage.WORD_TABLE)
     infers_from = ("reset", "slot_words", "monotonic")
 
     def check(self, trace, ctx):
         if trace.n == 0:
             return
         kind = trace["kind"]
-        ends = np.flatnonzero((kind == P.K_WEND) & (trace["outcome"] != int(Outcome.TIMEOUT)) & (trace.key >= 0))
+        ends = np.flatnonzero((kind == C.K_WEND) & (trace["outcome"] != int(Outcome.TIMEOUT)) & (trace.key >= 0))
         if not len(ends):
             return
-        w = W.words(trace)
+        w = ctx.stage(WordTable).table
         ekey = trace.key[ends]
         eck = w.ckey(ekey, trace["launch"][ends])
         # Searched in sorted order (the table is far larger than the cache): the same bounds,
@@ -88,11 +89,11 @@ class StaleWait(Rule):
         lo, hi = np.empty(len(eck), np.int64), np.empty(len(eck), np.int64)
         lo[order] = np.searchsorted(w.ck, eck[order], "left")
         hi[order] = np.searchsorted(w.ck, eck[order], "right")
-        phase_all, _ = P.phases(trace)
+        phase_all = ctx.stage(HappensBefore).phase_all
         out = np.full(len(ends), -1, np.int64)
         _scan(lo, hi, w.ck, np.int64(w.lspan), w.row, w.phase, trace["rank"], trace["core"], phase_all, ends, ekey,
               out)
-        _, e2b = P.wait_pairs(trace)
+        _, e2b = ctx.stage(CoreScan).wait_pairs()
         conf = Confidence.PARTIAL_TRACE if trace.partial else Confidence.CERTAIN
         for j in np.flatnonzero(out >= 0):
             e, src = int(ends[j]), int(out[j])
@@ -103,7 +104,7 @@ class StaleWait(Rule):
                 db = trace.describe(b)
                 want = f" {db['cmp']} {db['value']}"
             held = int(w.after[src])
-            held_s = "unknown" if held == P.NULL64 else str(held)
+            held_s = "unknown" if held == C.NULL64 else str(held)
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: wait on {d['region']}[{d['offset']}]"
                    f"{want} was satisfied (observed {d['observed']}) with no write of launch {d['launch']} before "
                    f"it; the word still held {held_s} from rank {ds['rank']}'s {ds['kind']} in launch "
@@ -113,7 +114,7 @@ class StaleWait(Rule):
             # "No write of this launch before it" is an absence, and a one-sided write may come
             # from any rank: from one whose launch is not whole too, even one the trace never shows
             # writing the word (a core cut before its first write of it, a missing dump).
-            gap = P.launch_gap(trace, range(trace.manifest.ranks), int(d["launch"])) if trace.partial else None
-            weak = P.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
+            gap = H.launch_gap(trace, range(trace.manifest.ranks), int(d["launch"])) if trace.partial else None
+            weak = H.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
             yield self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak,
                            extra={"observed": d["observed"], "written_launch": ds["launch"]})

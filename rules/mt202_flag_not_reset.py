@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _passes as P
-from . import _words as W
+from . import _hits as H
 from ._flag_causes import behind_stale_counts, late_puts
-from ._groups import group_columns, split_groups
 from ._jit import kernel
+from .analysis import CoreScan, HappensBefore, Stage, WordTable
+from .analysis import codes as C
+from .analysis import regions as R
+from .analysis.groups import group_columns, split_groups
 from .base import Confidence, Family, Rule, Severity
 
 _SHOW = 16  # offsets named in a message
-K_WRITE, OP_SET = P.K_WRITE, P.OP_SET
+K_WRITE, OP_SET = C.K_WRITE, C.OP_SET
 
 
 @kernel
@@ -101,15 +103,17 @@ class FlagNotReset(Rule):
     family = Family.STALE_FLAG
     severity = Severity.ERROR
     summary = "Flag not back at its reset value at the end of a launch"
-    requires = ("inference", "order", "unfenced", "words")
+    requires = (Stage.CORE_SCAN, Stage.HAPPENS_BEFORE, Stage.WORD_TABLE)
     cites = ("MT401",)
     infers_from = ("reset", "slot_words")
 
     def check(self, trace, ctx):
         if trace.n == 0:
             return
-        w = W.words(trace)
-        rt = P.region_table(trace)
+        words = ctx.stage(WordTable)
+        w = words.table
+        order, scan = ctx.stage(HappensBefore), ctx.stage(CoreScan)
+        rt = R.region_table(trace)
         if not len(w.row):
             return
         kind = trace["kind"]
@@ -123,27 +127,27 @@ class FlagNotReset(Rule):
         owner = w.key_of(idx) // wpr
         # Only launches the owner ran to the end: one it never reached (stuck in an earlier
         # launch, or stopped) has had no chance to consume and reset what peers sent it.
-        ends = kind == P.K_END
+        ends = kind == C.K_END
         done = set(zip(trace["rank"][ends].tolist(), trace["launch"][ends].tolist())) \
-            - P.incomplete_launches(trace)
+            - scan.incomplete_launches()
         pairs = group_columns((owner, w.launch_of(idx)))  # one test per (owner, launch), not per word
         keep = np.array([(o, L) in done for o, L in pairs.values.T.tolist()], bool)[pairs.inverse]
         idx, owner = idx[keep], owner[keep]
-        keep = ~_reset_after_sync(trace, w, idx)
+        keep = ~_reset_after_sync(trace, order, scan, w, idx)
         idx, owner = idx[keep], owner[keep]
         if not len(idx):
             return
-        ends = np.flatnonzero(kind == P.K_WEND)
+        ends = np.flatnonzero(kind == C.K_WEND)
         eck = w.ckey(trace.key[ends], trace["launch"][ends])
         eorder = np.argsort(eck, kind="stable")
         eck, ends = eck[eorder], ends[eorder]
         # Groups in order of their first member, members in table order: one stable sort, split
         # at the boundaries (a mask per group would cost groups x entries).
-        hits = [self._hit(trace, w, members, eck, ends)
+        hits = [self._hit(trace, order, w, members, eck, ends)
                 for members in split_groups((owner, w.region[idx], w.launch_of(idx)), idx)]
         yield from behind_stale_counts(trace, hits)
 
-    def _hit(self, trace, w, members, eck, ends):
+    def _hit(self, trace, order, w, members, eck, ends):
         m0 = int(members[0])
         own, region, off0 = trace.decode_key(int(w.key_of(m0)))
         launch = int(w.launch_of(m0))
@@ -163,35 +167,35 @@ class FlagNotReset(Rule):
         base = trace.region_base
         offs = (rest - base[np.searchsorted(base, rest, "right") - 1]).tolist()
         after = w.after[members]
-        vals = sorted(set(np.unique(after[after != P.NULL64]).tolist())
-                      | ({"unknown"} if (after == P.NULL64).any() else set()), key=str)
+        vals = sorted(set(np.unique(after[after != C.NULL64]).tolist())
+                      | ({"unknown"} if (after == C.NULL64).any() else set()), key=str)
         dl = trace.describe(int(w.row[m0]))
         shown = ", ".join(map(str, offs)) + (" ..." if nwords > _SHOW else "")
-        msg = (f"rank {own} launch {launch}: {nwords} word(s) of {P.region_name(trace, region)} not back at "
+        msg = (f"rank {own} launch {launch}: {nwords} word(s) of {H.region_name(trace, region)} not back at "
                f"reset {reset} at the end of the launch (offsets {shown}; value(s) {', '.join(map(str, vals))}); "
                f"last written by rank {dl['rank']} core {dl['core']} seq {dl['seq']} ({dl['kind']}); ")
-        causes = late_puts(trace, last_rows)
+        causes = late_puts(trace, order, last_rows)
         if causes:  # the producer's missing drain, not the owner's reset, left them set
             msg += (f"each was last written by a put still in flight at the producer's flag write (MT401): it "
                     f"landed after rank {own} took the slots it saw and reset those")
         else:
             msg += f"rank {own} should have reset them"
-        conf = P.confidence_for(trace, ranks=sorted({own, dl["rank"]})) or Confidence.INFERRED
+        conf = H.confidence_for(trace, ranks=sorted({own, dl["rank"]})) or Confidence.INFERRED
         weak = {"message": msg, "confidence": conf}
         # The reset is an absence: where the owner's (or a writer's) launch is not whole, the
         # reset, or the write order that made it unneeded, may be in the lost part of a ring.
-        gap = P.launch_gap(trace, {own} | set(np.unique(trace["rank"][last_rows]).tolist()), launch)
+        gap = H.launch_gap(trace, {own} | set(np.unique(trace["rank"][last_rows]).tolist()), launch)
         if gap:
-            weak = P.weakened(msg, gap)
+            weak = H.weakened(msg, gap)
         first = rows[0][1]
         return self.hit(rows=tuple(rows), caused_by=causes, **weak,
                         key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
-                        location={"rank": own, "launch": launch, "region": P.region_name(trace, region),
+                        location={"rank": own, "launch": launch, "region": H.region_name(trace, region),
                                   "offset": off0},
                         extra={"owner": own, "words": nwords, "offsets": offs, "values": vals})
 
 
-def _reset_after_sync(trace, w, idx) -> np.ndarray:
+def _reset_after_sync(trace, order, scan, w, idx) -> np.ndarray:
     """Per last entry ``idx``: an owner reset sorted before it is ordered after it through one flag sync.
 
     The word table orders writes of different ranks by barrier phase and then
@@ -206,7 +210,7 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     if not len(idx):
         return out
     kind, rank, launch = trace["kind"], trace["rank"], trace["launch"]
-    rt = P.region_table(trace)
+    rt = R.region_table(trace)
     n_e = len(w.row)
     prev = np.full(len(idx), -1, np.int64)
     _prev_own_reset(idx, w.ck, np.int64(w.lspan), w.kind, w.row, w.value, w.region, rank,
@@ -218,14 +222,14 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     # to its own rank that core 0 resets after waiting on the sibling's done flag).
     core = trace["core"]
     ok &= (w.phase[np.maximum(prev, 0)] == w.phase[idx]) & ((rank[rl] != rank[rr]) | (core[rl] != core[rr]))
-    cov = P.cover(trace, False)[rl]
+    cov = order.cover(False)[rl]
     ok &= cov >= 0
     if not ok.any():
         return out
     # Sync edges: a word write (any entry of the table) and a completed wait on that word in the
     # same launch whose target is the value written.
-    _, e2b = P.wait_pairs(trace)
-    we = np.flatnonzero((kind == P.K_WEND) & (trace.key >= 0) & (e2b >= 0))
+    _, e2b = scan.wait_pairs()
+    we = np.flatnonzero((kind == C.K_WEND) & (trace.key >= 0) & (e2b >= 0))
     if not len(we):
         return out
     wck = w.ckey(trace.key[we], launch[we])
@@ -238,7 +242,7 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     lo = np.searchsorted(gs_[so], gw, "left")
     hi = np.searchsorted(gs_[so], gw, "right")
     cnt = hi - lo
-    e_row, src = W.expand(lo, cnt)
+    e_row, src = WordTable.expand(lo, cnt)
     s_row = w.row[so[e_row]]
     e_row = we[src]
     if not len(s_row):

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from rules import RuleContext, registry
+from rules import registry
+from rules.runner import check_one
 from rules.trace import TraceView
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rules"
@@ -55,7 +56,7 @@ def test_rule_fixture(fixture: Path, tmp_path: Path):
     ds = tmp_path / "ds"
     _ingest(fixture, ds)
     trace = TraceView.open(ds)
-    hits = [h for h in rules[code]().check(trace, RuleContext()) if h.code == code]
+    hits = [h for h in check_one(rules[code], trace) if h.code == code]
     shown = "\n".join(h.message for h in hits)
     if fixture.name.startswith("quiet_") and (fixture / "lost.json").exists():
         loud = [h for h in hits if not h.gap]

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from ingest.run import ingest
-from rules import Confidence, RuleContext, registry
-from rules._waitfor import analyze
+from rules import Confidence, registry
+from rules.analysis.wait_for import wait_for as analyze
+from rules.runner import check_one
 from rules.trace import TraceView
 
 FIX = Path(__file__).parent / "fixtures" / "rules"
@@ -42,7 +43,7 @@ def write_trace(d: Path, manifest: dict, cores: dict) -> Path:
 
 
 def hits(trace, code):
-    return list(registry()[code]().check(trace, RuleContext()))
+    return check_one(registry()[code], trace)
 
 
 def row_of(trace, key):

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rules import _words as W
-from rules import _words_packed as WP
+from rules.analysis import _words as W
+from rules.analysis import _words_packed as WP
 from rules.trace import TraceView
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rules"

@@ -19,6 +19,9 @@ import numpy as np
 
 from ingest.contract import Cmp, Role
 
+from ._cache import cached
+from .stages import Stage
+
 HEAD, TAIL = "head", "tail"
 _WORD = re.compile(r"(?:^|[^a-z])(head|tail)(?:[^a-z]|$)")
 THRESHOLD_CMPS = (int(Cmp.GE), int(Cmp.GT))
@@ -85,9 +88,9 @@ def learned_writer(b, w) -> int:
 def _one_sided(b) -> np.ndarray:
     """Per write-table entry: a one-sided store (put, signal, amo; to a peer or to itself), not a
     local write (a clean or a reset of the kernel's own words)."""
-    from . import _passes as P
+    from . import codes as C
 
-    return b.trace["kind"][b.tables.w_row] != P.K_WRITE
+    return b.trace["kind"][b.tables.w_row] != C.K_WRITE
 
 
 @dataclass(frozen=True)
@@ -106,16 +109,11 @@ class Withheld:
 def withheld_heads(trace) -> dict[int, Withheld]:
     """Stuck head waits (row -> Withheld) that the consumer's own trace explains: it saw a tail
     at or past the head the sender waits for, and returned no head that far."""
-    cached = trace.__dict__.get("_moetrace_withheld")
-    if cached is not None:
-        return cached
-    out = _withheld(trace)
-    trace.__dict__["_moetrace_withheld"] = out
-    return out
+    return cached(trace, "withheld_heads", lambda: _withheld(trace), Stage.PRODUCERS)
 
 
 def _withheld(trace) -> dict[int, Withheld]:
-    from . import _passes as P
+    from . import codes as C
 
     rings = ring_regions(trace.manifest)
     heads = [r for r, role in rings.items() if role == HEAD]
@@ -124,14 +122,14 @@ def _withheld(trace) -> dict[int, Withheld]:
         return {}
     kind, region, seg = trace["kind"], trace["region"], trace.segments
     last = seg[1:] - 1  # the last event of every core: a wait_begin there never ended
-    stuck = last[(kind[last] == P.K_WBEGIN) & np.isin(region[last], heads)
+    stuck = last[(kind[last] == C.K_WBEGIN) & np.isin(region[last], heads)
                  & np.isin(trace["cmp"][last], THRESHOLD_CMPS)]
     if not len(stuck):
         return {}
     rank, peer, offset, value, launch = trace["rank"], trace["peer"], trace["offset"], trace["value"], trace["launch"]
-    remote = np.isin(kind, (P.K_SIGNAL, P.K_AMO, P.K_PUT))
+    remote = np.isin(kind, (C.K_SIGNAL, C.K_AMO, C.K_PUT))
     tail_w = np.flatnonzero(remote & np.isin(region, tails))
-    ends = np.flatnonzero((kind == P.K_WEND) & np.isin(region, tails))
+    ends = np.flatnonzero((kind == C.K_WEND) & np.isin(region, tails))
     head_w = np.flatnonzero(remote & np.isin(region, heads))
     starts = seg[:-1]
     out = {}
@@ -164,13 +162,13 @@ def _withheld(trace) -> dict[int, Withheld]:
 
 def _filled_peer(trace, row: int) -> int:
     """The peer of the last tail write of ``row``'s core before it (-1 for none)."""
-    from . import _passes as P
+    from . import codes as C
 
     tails = [r for r, role in ring_regions(trace.manifest).items() if role == TAIL]
     starts = trace.segments[:-1]
     first = int(starts[np.searchsorted(starts, row, side="right") - 1])
     kind, region = trace["kind"][first:row], trace["region"][first:row]
-    mine = np.flatnonzero(np.isin(kind, (P.K_SIGNAL, P.K_AMO, P.K_PUT)) & np.isin(region, tails))
+    mine = np.flatnonzero(np.isin(kind, (C.K_SIGNAL, C.K_AMO, C.K_PUT)) & np.isin(region, tails))
     return int(trace["peer"][first + mine[-1]]) if len(mine) else -1
 
 
@@ -188,16 +186,11 @@ def wrong_polls(trace) -> dict[int, WrongPoll]:
     """Every tail poll (wait_begin row) of a consumer core whose polled channels and returned
     channels are disjoint -> that core's WrongPoll. A ring index slot is channel*P + peer
     (docs/instrumenting-deepep.md), so a slot's channel is slot // P."""
-    cached = trace.__dict__.get("_moetrace_wrong_polls")
-    if cached is not None:
-        return cached
-    out = _wrong_polls(trace)
-    trace.__dict__["_moetrace_wrong_polls"] = out
-    return out
+    return cached(trace, "wrong_polls", lambda: _wrong_polls(trace), Stage.PRODUCERS)
 
 
 def _wrong_polls(trace) -> dict[int, WrongPoll]:
-    from . import _passes as P
+    from . import codes as C
 
     rings = ring_regions(trace.manifest)
     heads = [r for r, role in rings.items() if role == HEAD]
@@ -206,8 +199,8 @@ def _wrong_polls(trace) -> dict[int, WrongPoll]:
         return {}
     kind, region, offset = trace["kind"], trace["region"], trace["offset"]
     ranks = max(1, int(trace.manifest.ranks))
-    polls = np.flatnonzero((kind == P.K_WBEGIN) & np.isin(region, tails) & np.isin(trace["cmp"], THRESHOLD_CMPS))
-    backs = np.flatnonzero(np.isin(kind, (P.K_SIGNAL, P.K_AMO, P.K_PUT)) & np.isin(region, heads))
+    polls = np.flatnonzero((kind == C.K_WBEGIN) & np.isin(region, tails) & np.isin(trace["cmp"], THRESHOLD_CMPS))
+    backs = np.flatnonzero(np.isin(kind, (C.K_SIGNAL, C.K_AMO, C.K_PUT)) & np.isin(region, heads))
     if not len(polls) or not len(backs):
         return {}
     seg = trace.segments

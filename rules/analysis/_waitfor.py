@@ -17,14 +17,16 @@ wait_begin / barrier_begin, MT104 the smallest wait_begin of the cycle.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ingest.contract import Cmp, Kind
 
+from ..base import Confidence
 from . import _waitfor_barriers as barriers
-from ._passes import cached
+from ._cache import cached
 from ._waitfor_build import Builder
 from ._waitfor_producers import Verdict, classify, expected
-from .base import Confidence
+from .stages import Stage
 
 
 @dataclass
@@ -94,10 +96,12 @@ class Cycle:
 
 
 @dataclass(frozen=True)
-class WaitFor:
+class WaitForGraph:
     """The analysis' result, computed once per view: the stuck nodes (their verdicts and cause
     links settled before it is built), the deadlock cycles, the stopped ranks, the misdirected
     writes, and the tables the verdicts were read from (for rules that quote them)."""
+
+    stage: ClassVar[Stage] = Stage.WAIT_FOR
 
     nodes: list[Node]
     cycles: list[Cycle]
@@ -138,12 +142,12 @@ def class_of(trace, n: Node) -> tuple:
     return (n.site, name, Cmp(n.cmp).wire if n.cmp >= 0 else None, n.target)
 
 
-def analyze(trace) -> WaitFor:
+def analyze(trace) -> WaitForGraph:
     """The wait-for analysis of ``trace``, memoized on the TraceView object."""
-    return cached(trace, "waitfor", lambda: _analyze(trace))
+    return cached(trace, "waitfor", lambda: _analyze(trace), Stage.WAIT_FOR)
 
 
-def _analyze(trace) -> WaitFor:
+def _analyze(trace) -> WaitForGraph:
     b = Builder(trace)
     nodes: list[Node] = []
     for begin, end in zip(b.stuck_begin.tolist(), b.stuck_end.tolist()):
@@ -157,7 +161,7 @@ def _analyze(trace) -> WaitFor:
         else:
             barriers.explain(b, n)
     cycles = _condense(nodes)
-    return WaitFor(nodes, cycles, b.stops(), b.wrong, b)
+    return WaitForGraph(nodes, cycles, b.stops(), b.wrong, b)
 
 
 def _wait_node(b: Builder, i: int, begin: int, end: int) -> Node:
@@ -277,4 +281,4 @@ def _condense(nodes: list[Node]) -> list[Cycle]:
     return cycles
 
 
-__all__ = ["analyze", "WaitFor", "Node", "Cycle", "Verdict", "class_of", "Kind"]
+__all__ = ["analyze", "WaitForGraph", "Node", "Cycle", "Verdict", "class_of", "Kind"]

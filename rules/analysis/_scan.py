@@ -11,8 +11,9 @@ import numpy as np
 
 from ingest.contract import Kind, Outcome
 
-from ._jit import kernel
-from ._passes import cached
+from .._jit import kernel
+from ._cache import cached
+from .stages import Stage
 
 # numba freezes module globals at compile time: plain ints, never changed.
 _KERNEL_BEGIN = int(Kind.KERNEL_BEGIN)
@@ -129,4 +130,5 @@ def expand_slots(first, last):
 
 def scanned(trace):
     """``scan_cores`` of the view, computed once: (state, open row, last row, stuck begins, stuck ends)."""
-    return cached(trace, "scan", lambda: scan_cores(trace["kind"], trace["outcome"], trace.segments))
+    return cached(trace, "scan", lambda: scan_cores(trace["kind"], trace["outcome"], trace.segments),
+                  Stage.CORE_SCAN)

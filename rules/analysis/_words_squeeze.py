@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 
 
 class Squeezed(NamedTuple):

@@ -1,4 +1,4 @@
-"""Passes several rules share, computed once per TraceView and cached on it.
+"""The per-core passes that order events: barrier phases, quiet completion, waits, atomic windows.
 
 Every pass here is per (rank, core) segment in dataset order, so none of them
 sorts: one numba scan each. Cross-rank happens-before is taken from barrier
@@ -16,116 +16,47 @@ counts and launches only (ts of different ranks are never compared):
 
 Launch boundaries count as global barriers: between rounds the host
 synchronises the stream and runs a barrier (protocols.md §1.2).
+The first two belong to the happens-before stage, the last two (and
+``incomplete_launches``) to the core scan: ``cached`` names the stage, so a
+rule that did not declare it cannot reach them.
 """
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
-
 import numpy as np
 
-from ingest.contract import Engine, Kind, Op, PipeOp, Role, Scope
+from ingest.contract import Scope
 
-# Hit helpers live in their own module (size); rules reach them as P.<name>, as before.
-from ._hitparts import confidence_for, core_gap, ev, groups, launch_gap, region_name, weakened  # noqa: F401
-from ._jit import kernel
-
-T = TypeVar("T")
-
-# Plain ints: numba freezes module-level ints as constants.
-K_BEGIN, K_END = int(Kind.KERNEL_BEGIN), int(Kind.KERNEL_END)
-K_PUT, K_GET, K_PUTSIG = int(Kind.PUT), int(Kind.GET), int(Kind.PUT_SIGNAL)
-K_SIGNAL, K_AMO, K_QUIET, K_FENCE = int(Kind.SIGNAL), int(Kind.AMO), int(Kind.QUIET), int(Kind.FENCE)
-K_WBEGIN, K_WEND, K_WRITE = int(Kind.WAIT_BEGIN), int(Kind.WAIT_END), int(Kind.WRITE)
-K_PIPE, K_AMODE = int(Kind.PIPE_SYNC), int(Kind.ATOMIC_MODE)
-K_BBEGIN, K_BEND = int(Kind.BARRIER_BEGIN), int(Kind.BARRIER_END)
-E_MTE, E_SDMA, E_UDMA, E_ROCE, E_LOCAL, E_ALL = (int(e) for e in (
-    Engine.MTE, Engine.SDMA, Engine.UDMA, Engine.ROCE, Engine.LOCAL, Engine.ALL))
-E_P2P, E_IBGDA = int(Engine.P2P), int(Engine.IBGDA)
-N_ENGINES = len(Engine)
-OP_SET, OP_ADD = int(Op.SET), int(Op.ADD)
-SCOPE_ALL = int(Scope.ALL)
-PIPE_SYNC_ALL = int(PipeOp.SYNC_ALL)
-NULL8, NULL16, NULL32, NULL64 = -(2**7), -(2**15), -(2**31), -(2**63)
-
-
-def row_dtype(n: int):
-    """Row numbers of a trace of ``n`` events: int32 while they fit, half the memory of int64."""
-    return np.int32 if n < 2**31 else np.int64
-
-
-def rows_full(n: int) -> np.ndarray:
-    """A per-row array of row numbers, -1 everywhere (a pass writes the rows it finds)."""
-    return np.full(n, -1, row_dtype(n))
-
-
-def cached(trace, name: str, build: Callable[[], T]) -> T:
-    """Build once per TraceView; the cache lives on the view so it dies with it."""
-    store = trace.__dict__.setdefault("_rule_passes", {})
-    if name not in store:
-        store[name] = build()
-    return store[name]
-
-
-# ---- region properties, indexable by a region column ----------------------
-def region_table(trace) -> dict[str, np.ndarray]:
-    def build():
-        regs = trace.manifest.regions
-        flaglike = [r.role in (Role.FLAG, Role.COUNTER) or r.reset is not None or r.monotonic for r in regs]
-        return {
-            "role": np.array([int(r.role) for r in regs] or [0], dtype=np.int64),
-            "elem_bytes": np.array([r.elem_bytes for r in regs] or [1], dtype=np.int64),
-            "length": np.array([r.length for r in regs] or [0], dtype=np.int64),
-            "base": np.array([r.base for r in regs] or [0], dtype=np.int64),
-            "has_reset": np.array([r.reset is not None for r in regs] or [False]),
-            "reset": np.array([r.reset if r.reset is not None else 0 for r in regs] or [0], dtype=np.int64),
-            "monotonic": np.array([r.monotonic for r in regs] or [False]),
-            "flaglike": np.array(flaglike or [False]),
-        }
-    return cached(trace, "region_table", build)
-
-
-def target_region(trace) -> np.ndarray:
-    """Region each row writes into (a get's local destination), -1 if none; int16 like the column."""
-    def build():
-        kind, region = trace["kind"], trace["region"]
-        local = trace["local_region"] if bool((kind == K_GET).any()) else region
-        out = np.empty(trace.n, np.int16)
-        _target_kernel(kind, region, local, out)
-        return out
-    return cached(trace, "target_region", build)
-
-
-def extent(trace) -> np.ndarray:
-    """Elements a row writes at its target: ceil(nbytes / elem_bytes), 1 for signal/amo/wait."""
-    def build():
-        out = np.empty(trace.n, np.int64)
-        _extent_kernel(target_region(trace), trace["nbytes"], region_table(trace)["elem_bytes"], out)
-        return out
-    return cached(trace, "extent", build)
-
-
-# One pass each: the numpy forms made several int64 temporaries of the trace's length.
-@kernel
-def _target_kernel(kind, region, local_region, out):
-    for i in range(len(kind)):
-        r = local_region[i] if kind[i] == K_GET else region[i]
-        out[i] = r if r >= 0 else -1
-
-
-@kernel
-def _extent_kernel(treg, nbytes, elem_bytes, out):
-    for i in range(len(treg)):
-        r = treg[i]
-        if r < 0:
-            out[i] = 0
-            continue
-        nb = nbytes[i]
-        eb = elem_bytes[r]
-        if nb == NULL64:
-            out[i] = 1
-        else:
-            out[i] = (max(nb, 0) + eb - 1) // eb if eb != 0 else 0  # numpy's x // 0 is 0
+from .._jit import kernel
+from ._cache import cached
+from .codes import (
+    E_ALL,
+    E_LOCAL,
+    E_MTE,
+    K_AMO,
+    K_AMODE,
+    K_BBEGIN,
+    K_BEGIN,
+    K_BEND,
+    K_END,
+    K_FENCE,
+    K_GET,
+    K_PIPE,
+    K_PUT,
+    K_PUTSIG,
+    K_QUIET,
+    K_SIGNAL,
+    K_WBEGIN,
+    K_WEND,
+    N_ENGINES,
+    NULL8,
+    NULL16,
+    OP_ADD,
+    PIPE_SYNC_ALL,
+    SCOPE_ALL,
+    rows_full,
+)
+from .stages import Stage
 
 
 # ---- per-core scans ---------------------------------------------------------
@@ -210,7 +141,7 @@ def phases(trace) -> tuple[np.ndarray, np.ndarray]:
                           trace["launch"], pa_, pc)
             _through_core_barriers(trace, pa_)
         return pa_, pc
-    return cached(trace, "phases", build)
+    return cached(trace, "phases", build, Stage.HAPPENS_BEFORE)
 
 
 def _through_core_barriers(trace, phase_all: np.ndarray) -> None:
@@ -294,7 +225,7 @@ def cover(trace, fences: bool) -> np.ndarray:
             _cover_kernel(trace.segments, trace["kind"], trace["engine"], trace["peer"],
                           bool(fences), int(trace.manifest.ranks), out)
         return out
-    return cached(trace, f"cover:{bool(fences)}", build)
+    return cached(trace, f"cover:{bool(fences)}", build, Stage.HAPPENS_BEFORE)
 
 
 @kernel
@@ -317,7 +248,7 @@ def atomic_window(trace) -> np.ndarray:
         if trace.n:
             _atomic_kernel(trace.segments, trace["kind"], trace["op"], out)
         return out
-    return cached(trace, "atomic_window", build)
+    return cached(trace, "atomic_window", build, Stage.CORE_SCAN)
 
 
 @kernel
@@ -343,7 +274,7 @@ def wait_pairs(trace) -> tuple[np.ndarray, np.ndarray]:
         if trace.n:
             _wait_kernel(trace.segments, trace["kind"], b2e, e2b)
         return b2e, e2b
-    return cached(trace, "wait_pairs", build)
+    return cached(trace, "wait_pairs", build, Stage.CORE_SCAN)
 
 
 def incomplete_launches(trace) -> set[tuple[int, int]]:
@@ -366,4 +297,4 @@ def incomplete_launches(trace) -> set[tuple[int, int]]:
         b2e, _ = wait_pairs(trace)
         bad |= (kind == K_WBEGIN) & (b2e < 0)
         return set(zip(rank[bad].tolist(), launch[bad].tolist()))
-    return cached(trace, "incomplete_launches", build)
+    return cached(trace, "incomplete_launches", build, Stage.CORE_SCAN)

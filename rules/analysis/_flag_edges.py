@@ -27,7 +27,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import _passes as P
+from . import codes as C
+from . import regions as R
+from ._cache import cached
 from ._words import words
+from .stages import Stage
 
 SUBSET_SUMS_CAP = 1 << 14  # distinct partial sums explored before giving up ("unknown")
 DEPTH = 3  # flag observations chained between a write and a read
@@ -44,7 +48,7 @@ def flag_edge(trace, write: int, read: int) -> str | None:
     on a word the writer's rank writes, but the trace cannot tell whether that ordered them;
     None: no such wait.
     """
-    hb = P.cached(trace, "flag_order", lambda: _Order(trace))
+    hb = cached(trace, "flag_order", lambda: _Order(trace), Stage.WORD_TABLE)
     if any(hb.needs_after(int(e), write, DEPTH) for e in hb.waits_before(read, write)):
         return "ordered"
     return "unknown" if len(hb.direct_waits(read, write)) else None
@@ -111,16 +115,16 @@ class _Order:
     def needs_after(self, e: int, a: int, depth: int) -> bool:
         """Did the value wait_end e observed need a write that happens after row a?"""
         rows, ops, vals = self.entries(e)
-        if not len(rows) or len(rows) > MAX_ENTRIES or (vals == P.NULL64).any():
+        if not len(rows) or len(rows) > MAX_ENTRIES or (vals == C.NULL64).any():
             return False
         after = np.array([self.before(a, int(x), depth - 1) for x in rows], bool)
         if not after.any():
             return False
         observed = int(self.t["observed"][e])
-        if (ops == P.OP_SET).all():
+        if (ops == C.OP_SET).all():
             hit = vals == observed
             return bool((hit & after).any() and not (hit & ~after).any())
-        if not (ops == P.OP_ADD).all():
+        if not (ops == C.OP_ADD).all():
             return False
         start = _start_value(self.t, self.w, int(self.t.key[e]), int(self.launch[e]))
         if start is None:
@@ -136,11 +140,11 @@ class _Order:
 def _rank_waits(trace, rank: int, launch: int) -> np.ndarray:
     """The wait_end rows of (rank, launch), from one index built per view."""
     def build():
-        we = np.flatnonzero((trace["kind"] == P.K_WEND) & (trace.key >= 0))
+        we = np.flatnonzero((trace["kind"] == C.K_WEND) & (trace.key >= 0))
         ident = trace["rank"][we].astype(np.int64) * (2**32) + trace["launch"][we].astype(np.int64)
         order = np.argsort(ident, kind="stable")
         return we[order], ident[order]
-    rows, ident = P.cached(trace, "flag_edge_waits", build)
+    rows, ident = cached(trace, "flag_edge_waits", build, Stage.WORD_TABLE)
     want = np.int64(rank) * (2**32) + launch
     return rows[np.searchsorted(ident, want, "left"):np.searchsorted(ident, want, "right")]
 
@@ -151,10 +155,10 @@ def _start_value(trace, w, key: int, launch: int) -> int | None:
     if trace.partial or (window is not None and window[0] != 0) or w.lmin != 0:
         return None
     lo, hi = np.searchsorted(w.ck, w.ckey(key, w.lmin), "left"), np.searchsorted(w.ck, w.ckey(key, launch), "left")
-    if (w.op[lo:hi] != P.OP_ADD).any() or (w.value[lo:hi] == P.NULL64).any():
+    if (w.op[lo:hi] != C.OP_ADD).any() or (w.value[lo:hi] == C.NULL64).any():
         return None
     _, region, _ = trace.decode_key(key)
-    rt = P.region_table(trace)
+    rt = R.region_table(trace)
     return int(rt["reset"][region]) + int(w.value[lo:hi].sum())
 
 

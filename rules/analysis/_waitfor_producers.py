@@ -18,8 +18,14 @@ import numpy as np
 from ingest.contract import Cmp, Op
 
 from ._counts import not_encoded
-from ._rings import learned_writer, ring_producer, ring_role, withheld_heads, wrong_polls
-from ._waitfor_scan import IN_BARRIER, IN_WAIT, STOPPED
+from ._rings import (
+    learned_writer,
+    ring_producer,
+    ring_role,
+    withheld_heads,
+    wrong_polls,
+)
+from ._scan import IN_BARRIER, IN_WAIT, STOPPED
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,9 @@ import numpy as np
 
 from ingest.contract import Cmp, Op, Role
 
-from . import _passes as P
+from . import codes as C
+from ._cache import cached
+from .stages import Stage
 
 
 @dataclass(frozen=True)
@@ -29,12 +31,7 @@ class RawCounts:
 
 
 def raw_counts(trace) -> RawCounts:
-    cached = trace.__dict__.get("_moetrace_raw_counts")
-    if cached is not None:
-        return cached
-    out = _find(trace)
-    trace.__dict__["_moetrace_raw_counts"] = out
-    return out
+    return cached(trace, "raw_counts", lambda: _find(trace), Stage.PRODUCERS)
 
 
 def not_encoded(trace, row: int) -> bool:
@@ -52,7 +49,7 @@ def _find(trace) -> RawCounts:
     if not counters:
         return empty
     kind, region = trace["kind"], trace["region"]
-    waits = np.flatnonzero((kind == P.K_WBEGIN) & np.isin(region, counters))
+    waits = np.flatnonzero((kind == C.K_WBEGIN) & np.isin(region, counters))
     polled = waits[(trace["cmp"][waits] == int(Cmp.NE)) & (trace["value"][waits] == 0)]
     if not len(polled):
         return empty
@@ -66,7 +63,7 @@ def _find(trace) -> RawCounts:
     order = np.argsort(wcode, kind="stable")
     wsorted, wgid = wcode[order], gid[order]
     # Remote writes that store a value: a signal set, or an amo add (onto the word the receiver zeroed).
-    writes = np.flatnonzero((((kind == P.K_SIGNAL) & (op == int(Op.SET))) | ((kind == P.K_AMO) & (op == int(Op.ADD))))
+    writes = np.flatnonzero((((kind == C.K_SIGNAL) & (op == int(Op.SET))) | ((kind == C.K_AMO) & (op == int(Op.ADD))))
                             & np.isin(region, np.unique(region[polled])) & (value != trace.null("value")))
     code = key[writes].astype(np.int64) * nl + launch[writes]
     at = np.searchsorted(wsorted, code)

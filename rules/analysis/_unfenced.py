@@ -24,12 +24,15 @@ import numpy as np
 
 from ingest.contract import Engine, Role
 
-from . import _passes as P
-from ._groups import group_columns
-from ._jit import kernel
+from .._jit import kernel
+from . import codes as C
+from . import regions as R
+from ._cache import cached
+from .groups import group_columns
+from .stages import Stage
 
-K_BEGIN, K_PUT, K_SIGNAL, K_AMO = P.K_BEGIN, P.K_PUT, P.K_SIGNAL, P.K_AMO
-K_QUIET, K_FENCE, NE, E_ALL, NULL8 = P.K_QUIET, P.K_FENCE, P.N_ENGINES, P.E_ALL, P.NULL8
+K_BEGIN, K_PUT, K_SIGNAL, K_AMO = C.K_BEGIN, C.K_PUT, C.K_SIGNAL, C.K_AMO
+K_QUIET, K_FENCE, NE, E_ALL, NULL8 = C.K_QUIET, C.K_FENCE, C.N_ENGINES, C.E_ALL, C.NULL8
 DEFAULT_ORDERED = ("roce", "ibgda")  # MT401's option default: an RDMA atomic lands after its QP's writes
 
 
@@ -130,12 +133,12 @@ class Unfenced:
 def _flagrow(trace) -> np.ndarray:
     """Per row: does it target a flag or counter region? Shared by both passes, built once."""
     def build():
-        role = P.region_table(trace)["role"]
+        role = R.region_table(trace)["role"]
         flag = (role == int(Role.FLAG)) | (role == int(Role.COUNTER))
         out = np.empty(trace.n, np.bool_)
         _flagrow_kernel(trace["region"], flag, out)
         return out
-    return P.cached(trace, "flagrow", build)
+    return cached(trace, "flagrow", build, Stage.HAPPENS_BEFORE)
 
 
 @kernel
@@ -146,7 +149,7 @@ def _flagrow_kernel(region, flag, out):
 
 
 def _ordered(names) -> np.ndarray:
-    ordered = np.zeros(P.N_ENGINES, bool)
+    ordered = np.zeros(C.N_ENGINES, bool)
     for name in names:
         ordered[int(Engine.from_wire(name))] = True
     return ordered
@@ -158,7 +161,7 @@ def unfenced(trace, ordered_names=None) -> Unfenced:
 
     def build():
         n = trace.n
-        hit_put, hit_q = P.rows_full(n), P.rows_full(n)
+        hit_put, hit_q = C.rows_full(n), C.rows_full(n)
         if n:
             _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
                   _ordered(names), int(trace.manifest.ranks), hit_put, hit_q)
@@ -173,7 +176,7 @@ def unfenced(trace, ordered_names=None) -> Unfenced:
         rank_of = np.empty(len(order), np.int64)
         rank_of[order] = np.arange(len(order))
         return Unfenced(hit_put, hit_q, flags, rank_of[inv], first[order])
-    return P.cached(trace, f"unfenced:{names}", build)
+    return cached(trace, f"unfenced:{names}", build, Stage.HAPPENS_BEFORE)
 
 
 def put_flag(trace, ordered_names=None) -> np.ndarray:
@@ -181,9 +184,9 @@ def put_flag(trace, ordered_names=None) -> np.ndarray:
     names = tuple(sorted(trace.options.ordered_engines if ordered_names is None else ordered_names))
 
     def build():
-        out = P.rows_full(trace.n)
+        out = C.rows_full(trace.n)
         if trace.n:
             _put_flag(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
                       _ordered(names), int(trace.manifest.ranks), out)
         return out
-    return P.cached(trace, f"put_flag:{names}", build)
+    return cached(trace, f"put_flag:{names}", build, Stage.HAPPENS_BEFORE)

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _passes as P
+from . import codes as C
 
-OP_ADD, NULL64 = P.OP_ADD, P.NULL64  # plain globals for numba
+OP_ADD, NULL64 = C.OP_ADD, C.NULL64  # plain globals for numba
 
 
 def widest(trace) -> int:

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._jit import kernel
 from . import _passes as P
-from ._jit import kernel
+from . import codes as C
+from . import regions as R
 from ._words_squeeze import squeeze
 from ._words_table import NULL64, OP_ADD, Words, widest
 
-K_SIGNAL, K_AMO, K_PUT, K_WRITE, K_GET, K_PUTSIG = P.K_SIGNAL, P.K_AMO, P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG
-K_WEND, OP_SET = P.K_WEND, P.OP_SET
+K_SIGNAL, K_AMO, K_PUT, K_WRITE, K_GET, K_PUTSIG = C.K_SIGNAL, C.K_AMO, C.K_PUT, C.K_WRITE, C.K_GET, C.K_PUTSIG
+K_WEND, OP_SET = C.K_WEND, C.OP_SET
 # info[s, 3] bit fields: payload region, signal-word region, op + 128, payload keeps its op
 # (a scalar signal / amo; bulk words are sets), payload value unknown (get, put_signal), kind.
 _SREG, _OP, _SCALAR, _PNULL, _KIND = 16, 32, 48, 49, 50
@@ -241,7 +243,7 @@ def build_packed(trace) -> Words | None:
     if not n:
         return None
     kind = trace["kind"]
-    rt = P.region_table(trace)
+    rt = R.region_table(trace)
     key = trace.key
     launch = trace["launch"]
     lmin = int(launch.min())
@@ -256,10 +258,10 @@ def build_packed(trace) -> Words | None:
     rcs = (int(rank.max()) + 1) * cp1
     offset = trace["offset"]
     loffset = trace["local_offset"] if bool((kind == K_GET).any()) else offset
-    ext = P.extent(trace)
+    ext = R.extent(trace)
     if len(ext) and int(ext.max()) > widest(trace):  # a copy only for the rare trace that needs one
         ext = np.minimum(ext, widest(trace))
-    cols = (kind, P.target_region(trace), offset, loffset, ext, trace["sig_region"],
+    cols = (kind, R.target_region(trace), offset, loffset, ext, trace["sig_region"],
             trace["sig_offset"], key, trace.owner, launch, phase_all, rank, core, trace["value"], trace["op"],
             rt["flaglike"], rt["length"], rt["base"], np.int64(trace.manifest.words_per_rank), np.int64(cp1))
     spans = (np.int64(lmin), np.int64(lspan), np.int64(phmin), np.int64(nph))
@@ -297,7 +299,7 @@ def build_packed(trace) -> Words | None:
     decode = (np.int64(sq.words), sq.flag_base, sq.orig_base) if strict else (np.int64(0), none, none)
 
     value, after = np.empty(m, np.int64), np.empty(m, np.int64)
-    row = np.empty(m, P.row_dtype(n))
+    row = np.empty(m, C.row_dtype(n))
     reg, wph, op = np.empty(m, np.int16), np.empty(m, np.int32), np.empty(m, np.int8)
     last, wkind = np.empty(m, bool), np.empty(m, np.int8)
     _unpack(pk, np.int64(ns), np.int64(nph), np.int64(phmin), np.int64(lspan), np.int64(kmin), np.int64(lmin),

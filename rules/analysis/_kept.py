@@ -17,7 +17,9 @@ import numpy as np
 
 from ingest.contract import Cmp, Op, Role
 
-from . import _passes as P
+from . import codes as C
+from ._cache import cached
+from .stages import Stage
 
 
 @dataclass(frozen=True)
@@ -29,12 +31,7 @@ class Kept:
 
 
 def kept_counts(trace) -> dict[int, Kept]:
-    cached = trace.__dict__.get("_moetrace_kept_counts")
-    if cached is not None:
-        return cached
-    out = _find(trace)
-    trace.__dict__["_moetrace_kept_counts"] = out
-    return out
+    return cached(trace, "kept_counts", lambda: _find(trace), Stage.PRODUCERS)
 
 
 def _find(trace) -> dict[int, Kept]:
@@ -44,15 +41,15 @@ def _find(trace) -> dict[int, Kept]:
     if not counters:
         return {}
     kind, region, value = trace["kind"], trace["region"], trace["value"]
-    waits = np.flatnonzero((kind == P.K_WBEGIN) & np.isin(region, counters))
+    waits = np.flatnonzero((kind == C.K_WBEGIN) & np.isin(region, counters))
     polls = waits[(trace["cmp"][waits] == int(Cmp.NE)) & (value[waits] == 0)]
     polls = polls[trace["launch"][polls] > 0]
     if not len(polls):
         return {}
     key, launch = trace.key.astype(np.int64), trace["launch"].astype(np.int64)
     op = trace["op"]
-    stores = ((kind == P.K_SIGNAL) | (kind == P.K_AMO) | (kind == P.K_PUT)) & np.isin(region, counters)
-    local = (kind == P.K_WRITE) & np.isin(region, counters)
+    stores = ((kind == C.K_SIGNAL) | (kind == C.K_AMO) | (kind == C.K_PUT)) & np.isin(region, counters)
+    local = (kind == C.K_WRITE) & np.isin(region, counters)
     writes = np.flatnonzero(stores | local)
     # A local write covers nbytes of words (a memset of a half): one entry per word it clears.
     eb = np.array([r.elem_bytes for r in trace.manifest.regions], np.int64)

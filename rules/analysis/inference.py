@@ -37,7 +37,14 @@ import numpy as np
 from ingest.contract import Cmp, Kind, Op
 from ingest.manifest import Manifest, Region
 
-from ._infer_slots import CANDIDATES, FIT_SHARE, bounds_experts_per_rank, fit, set_experts
+from ._infer_slots import (
+    CANDIDATES,
+    FIT_SHARE,
+    bounds_experts_per_rank,
+    fit,
+    set_experts,
+)
+
 
 @dataclass(frozen=True)
 class Inference:

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._jit import kernel
 from . import _passes as P
-from ._jit import kernel
+from . import codes as C
+from . import regions as R
+from ._cache import cached
 from ._words_packed import build_packed
 from ._words_table import NULL64, OP_ADD, Words, widest
+from .stages import Stage
 
 
 def expand(first_key, count):
@@ -75,7 +79,7 @@ def signal_words(trace, rt):
     The signal word lives in its sig_region at the peer, not where the payload goes.
     """
     kind = trace["kind"]
-    ps = np.flatnonzero(kind == P.K_PUTSIG)
+    ps = np.flatnonzero(kind == C.K_PUTSIG)
     sreg = trace["sig_region"][ps].astype(np.int64)
     ok = sreg >= 0
     ps, sreg = ps[ok], sreg[ok]
@@ -87,7 +91,7 @@ def signal_words(trace, rt):
 
 
 def words(trace) -> Words:
-    return P.cached(trace, "words", lambda: _build(trace))
+    return cached(trace, "words", lambda: _build(trace), Stage.WORD_TABLE)
 
 
 def _build(trace) -> Words:
@@ -98,20 +102,20 @@ def _build(trace) -> Words:
 def _build_lexsort(trace) -> Words:
     """The general form: lexsorts over int64 copies; used when the packed keys would overflow."""
     kind = trace["kind"]
-    rt = P.region_table(trace)
+    rt = R.region_table(trace)
     key = trace.key
-    reg = P.target_region(trace)
+    reg = R.target_region(trace)
     flaglike = np.where(reg >= 0, rt["flaglike"][np.where(reg >= 0, reg, 0)], False)
-    ext = P.extent(trace)
+    ext = R.extent(trace)
     # Whole-trace temporaries only where needed: each is 8 bytes/event at its peak.
-    has_get = bool((kind == P.K_GET).any())
-    offset = np.where(kind == P.K_GET, trace["local_offset"], trace["offset"]) if has_get else trace["offset"]
+    has_get = bool((kind == C.K_GET).any())
+    offset = np.where(kind == C.K_GET, trace["local_offset"], trace["offset"]) if has_get else trace["offset"]
     room = rt["length"][np.where(reg >= 0, reg, 0)] - offset  # clip: overflow is MT303's
     value = np.asarray(trace["value"], dtype=np.int64)
     op = trace["op"]
 
-    one = np.isin(kind, (P.K_SIGNAL, P.K_AMO)) & flaglike
-    multi = np.isin(kind, (P.K_PUT, P.K_WRITE, P.K_GET, P.K_PUTSIG)) & flaglike & (offset >= 0)
+    one = np.isin(kind, (C.K_SIGNAL, C.K_AMO)) & flaglike
+    multi = np.isin(kind, (C.K_PUT, C.K_WRITE, C.K_GET, C.K_PUTSIG)) & flaglike & (offset >= 0)
     r1 = np.flatnonzero(one)
     rm = np.flatnonzero(multi)
     km, src = expand(key[rm], np.minimum(np.minimum(ext[rm], room[rm]), widest(trace)))
@@ -121,9 +125,9 @@ def _build_lexsort(trace) -> Words:
     rows = np.concatenate((r1, rows_m, ps))
     wkey = np.concatenate((key[r1], km, kps))
     wreg = np.concatenate((reg[r1], reg[rows_m], sreg))
-    wop = np.concatenate((op[r1].astype(np.int64), np.full(len(rows_m), P.OP_SET, np.int64), op[ps].astype(np.int64)))
+    wop = np.concatenate((op[r1].astype(np.int64), np.full(len(rows_m), C.OP_SET, np.int64), op[ps].astype(np.int64)))
     # A get's destination value is unknown; so is a payload word a put_signal carries.
-    mval = np.where(np.isin(kind[rows_m], (P.K_GET, P.K_PUTSIG)), P.NULL64, value[rows_m])
+    mval = np.where(np.isin(kind[rows_m], (C.K_GET, C.K_PUTSIG)), C.NULL64, value[rows_m])
     wval = np.concatenate((value[r1], mval, value[ps]))
     launch = trace["launch"]
     wl = launch[rows].astype(np.int64)
@@ -133,7 +137,7 @@ def _build_lexsort(trace) -> Words:
 
     # after_wait: merge with the wait_ends of the same keys.
     # A multi-word wait (`words` on its begin) covers each of its words.
-    we = np.flatnonzero((kind == P.K_WEND) & (key >= 0))
+    we = np.flatnonzero((kind == C.K_WEND) & (key >= 0))
     _, e2b = P.wait_pairs(trace)
     nw = trace.wait_words[np.maximum(e2b[we], 0)].astype(np.int64)
     nw = np.where((e2b[we] >= 0) & (nw > 0), nw, 1)
@@ -163,7 +167,7 @@ def _build_lexsort(trace) -> Words:
     if len(rows):
         _simulate(wkey, wl, wop, wval, init, init_known, after, last)
     # The packed form's dtypes: rows, region, phase and op as narrow as their columns.
-    return Words(rows.astype(P.row_dtype(trace.n)), wreg.astype(np.int16), wph.astype(np.int32),
+    return Words(rows.astype(C.row_dtype(trace.n)), wreg.astype(np.int16), wph.astype(np.int32),
                  wop.astype(np.int8), wval, after, last, ck, lmin, lspan, kind[rows])
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ingest.contract import REMOTE_WRITE_KINDS, Kind, Op
 
-from ._jit import kernel
+from .._jit import kernel
 from ._words_table import widest
 
 _WRITE_KINDS = (Kind.PUT, Kind.SIGNAL, Kind.AMO, Kind.WRITE, Kind.PUT_SIGNAL)

@@ -16,13 +16,14 @@ import numpy as np
 
 from ingest.contract import Kind, Outcome
 
-from ._passes import cached
-from .base import hits_of
+from ..base import hits_of
+from ._cache import cached
+from .stages import Stage
 
 
 def not_reset(trace) -> dict:
     """MT202 hits by (owner rank, region id, launch) -> (key, word offsets or None when truncated)."""
-    per = cached(trace, "hits_of", dict)
+    per = cached(trace, "hits_of", dict, Stage.PRODUCERS)
     if "_not_reset" not in per:
         names = {r.name: i for i, r in enumerate(trace.manifest.regions)}
         out: dict = {}
@@ -50,7 +51,7 @@ def _by_owner(trace) -> dict[int, list[tuple]]:
         for (o, reg, L), (_, offs) in not_reset(trace).items():
             out.setdefault(o, []).append((reg, L, offs))
         return out
-    return cached(trace, "not_reset_by_owner", build)
+    return cached(trace, "not_reset_by_owner", build, Stage.PRODUCERS)
 
 
 def _completed_waits(t, rank: int, launch: int) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +74,7 @@ def _completed_waits(t, rank: int, launch: int) -> tuple[np.ndarray, np.ndarray]
         ends, bg = ends[ok], bg[ok]
         order = np.lexsort((t["launch"][ends], rank[ends]))  # stable: row order within a pair
         return np.stack((rank[ends[order]], t["launch"][ends[order]])).astype(np.int64), ends[order], bg[order]
-    pairs, ends, bg = cached(t, "completed_waits", build)
+    pairs, ends, bg = cached(t, "completed_waits", build, Stage.WAIT_FOR)
     lo = np.searchsorted(pairs[0], rank)
     hi = np.searchsorted(pairs[0], rank, "right")
     lo, hi = lo + np.searchsorted(pairs[1, lo:hi], launch), lo + np.searchsorted(pairs[1, lo:hi], launch, "right")
@@ -117,7 +118,7 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
                  | np.isin(rl * tb.slots_per_rank + slot, np.array(slots, np.int64)))
     out = []
     hits = hits_of(t, "MT201")  # keyed by the list too: the wait-for analysis may run before MT201
-    mt201 = cached(t, f"mt201_keys {id(hits)} {len(hits)}", lambda: {tuple(h.key) for h in hits})
+    mt201 = cached(t, f"mt201_keys {id(hits)} {len(hits)}", lambda: {tuple(h.key) for h in hits}, Stage.WAIT_FOR)
     for i in np.flatnonzero(hit)[:limit].tolist():
         e, reg, L = int(ends[i]), int(region[i]), int(lw[i])
         key202 = table[(rank, reg, L)][0]

@@ -2,14 +2,14 @@
 
 Grouping a repeated defect, the confidence and the gap note of a finding that
 leans on events a partial trace may lack, and the names messages use. Rules
-reach them through ``_passes`` (``P.launch_gap``), where they began.
+reach them through ``_passes`` (``H.launch_gap``), where they began.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._groups import group_columns
+from .analysis.groups import group_columns
 
 
 def groups(rows: np.ndarray, *ident: np.ndarray) -> list[np.ndarray]:

@@ -12,10 +12,10 @@ import numpy as np
 
 from ingest.contract import Kind, Op
 
-from . import _passes as P
+from . import regions as R
 from ._rings import ring_role
+from ._scan import STOPPED, scanned
 from ._waitfor_producers import producer_of
-from ._waitfor_scan import STOPPED, scanned
 from ._waitfor_stale import aliased_routes, stale_waits
 from ._waitfor_tables import Tables
 
@@ -174,7 +174,7 @@ class Builder:
         happens-before order (a consumer's reset after the wait that saw the producer's write
         comes after that write, whatever the rows' order), or None where the table does not
         hold the word (not flag-like) or cannot say."""
-        if not P.region_table(self.trace)["flaglike"][n.region]:
+        if not R.region_table(self.trace)["flaglike"][n.region]:
             return None
         from ._words import NULL64, words
 
