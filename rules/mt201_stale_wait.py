@@ -2,35 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ingest.contract import Outcome
 
 from . import _hits as H
-from ._jit import kernel
-from .analysis import CoreScan, HappensBefore, Stage, WordTable
+from .analysis import CoreScan, Stage, WordTable
 from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
-
-
-@kernel
-def _scan(lo, hi, wck, lspan, wrow, wphase, rank, core, phase_all, erow, ekey, out):
-    # For each wait_end: if no write of its launch to its word can precede it
-    # (every one is later on its own core, or after a barrier it had not
-    # reached), the value came from an earlier launch: name the last one.
-    for j in range(len(erow)):
-        e = erow[j]
-        can = False
-        for w in range(lo[j], hi[j]):
-            r = wrow[w]
-            after = (r > e and rank[r] == rank[e] and core[r] == core[e]) or wphase[w] > phase_all[e]
-            if not after:
-                can = True
-                break
-        if not can:
-            p = lo[j] - 1
-            if p >= 0 and wck[p] // lspan == ekey[j]:
-                out[j] = p
 
 
 class StaleWait(Rule):
@@ -70,33 +46,17 @@ class StaleWait(Rule):
     family = Family.STALE_FLAG
     severity = Severity.ERROR
     summary = "Wait satisfied by a value written in an earlier launch and never reset"
-    requires = (Stage.CORE_SCAN, Stage.HAPPENS_BEFORE, Stage.WORD_TABLE)
+    requires = (Stage.CORE_SCAN, Stage.WORD_TABLE)
     infers_from = ("reset", "slot_words", "monotonic")
 
     def check(self, trace, ctx):
         if trace.n == 0:
             return
-        kind = trace["kind"]
-        ends = np.flatnonzero((kind == C.K_WEND) & (trace["outcome"] != int(Outcome.TIMEOUT)) & (trace.key >= 0))
-        if not len(ends):
-            return
-        w = ctx.stage(WordTable).table
-        ekey = trace.key[ends]
-        eck = w.ckey(ekey, trace["launch"][ends])
-        # Searched in sorted order (the table is far larger than the cache): the same bounds,
-        # a fraction of the misses.
-        order = np.argsort(eck, kind="stable")
-        lo, hi = np.empty(len(eck), np.int64), np.empty(len(eck), np.int64)
-        lo[order] = np.searchsorted(w.ck, eck[order], "left")
-        hi[order] = np.searchsorted(w.ck, eck[order], "right")
-        phase_all = ctx.stage(HappensBefore).phase_all
-        out = np.full(len(ends), -1, np.int64)
-        _scan(lo, hi, w.ck, np.int64(w.lspan), w.row, w.phase, trace["rank"], trace["core"], phase_all, ends, ekey,
-              out)
+        words = ctx.stage(WordTable)
+        w, stale = words.table, words.stale_waits()
         _, e2b = ctx.stage(CoreScan).wait_pairs()
         conf = Confidence.PARTIAL_TRACE if trace.partial else Confidence.CERTAIN
-        for j in np.flatnonzero(out >= 0):
-            e, src = int(ends[j]), int(out[j])
+        for e, src in zip(stale.ends.tolist(), stale.source.tolist()):
             b = int(e2b[e])
             d, ds = trace.describe(e), trace.describe(int(w.row[src]))
             want = ""

@@ -6,7 +6,7 @@ import numpy as np
 
 from ingest.contract import Kind, Role
 
-from .analysis import Producers, Stage
+from .analysis import Stage, WordTable
 from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
@@ -48,10 +48,10 @@ class CountOverCapacity(Rule):
     # too: it takes more than were sent, and that missing reset is the defect.
     cites = ("MT202",)
 
-    requires = (Stage.PRODUCERS,)
+    requires = (Stage.WORD_TABLE,)
 
     def check(self, trace, ctx):
-        producers = ctx.stage(Producers)
+        words = ctx.stage(WordTable)
         if trace.n == 0:
             return
         # (kind, the rows field, the other rank's field, how the excess reads)
@@ -67,7 +67,7 @@ class CountOverCapacity(Rule):
                 what = verb.format(n=d[rows], o=d[other])
                 msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {what} for local expert "
                        f"{d['local_expert']}, capacity {d['capacity']} ({excess} {excess_is})")
-                stale = _stale_counters(trace, producers, d["rank"], d["launch"]) if kind == Kind.DELIVER else ()
+                stale = _stale_counters(trace, words, d["rank"], d["launch"]) if kind == Kind.DELIVER else ()
                 if stale:
                     msg += " (its counter was not reset after the previous launch)"
                 yield self.hit(msg, rows=((kind.wire, int(r)),), key=(d["rank"], d["core"], d["seq"]),
@@ -75,8 +75,8 @@ class CountOverCapacity(Rule):
                                extra={"excess": excess, other: d[other], "local_expert": d["local_expert"]})
 
 
-def _stale_counters(trace, producers: Producers, owner: int, launch: int) -> list[tuple]:
+def _stale_counters(trace, words: WordTable, owner: int, launch: int) -> list[tuple]:
     """MT202 keys of the owner's counter regions left unreset by the launch before ``launch``."""
     regions = trace.manifest.regions
-    return [k for (o, region, L), (k, _) in producers.not_reset().items()
+    return [k for (o, region, L), (k, _) in words.not_reset().items()
             if o == owner and L == launch - 1 and regions[region].role == Role.COUNTER]

@@ -7,7 +7,7 @@ import numpy as np
 from ingest.contract import Kind, Role
 
 from . import _hits as H
-from .analysis import Producers, Stage, WaitForGraph, cached
+from .analysis import Producers, Stage, WaitForGraph, WordTable, cached
 from .analysis.groups import group_columns
 from .base import Confidence, Family, Rule, RuleContext, Severity, hits_of
 
@@ -56,7 +56,7 @@ class CountMismatch(Rule):
     family = Family.INVALID_EXPERT_ID
     severity = Severity.ERROR
     summary = "Pairwise count mismatch: announced by rank i to j versus received by j from i"
-    requires = (Stage.PRODUCERS, Stage.WAIT_FOR)
+    requires = (Stage.WORD_TABLE, Stage.PRODUCERS, Stage.WAIT_FOR)
     cites = ("MT101", "MT102", "MT105", "MT106", "MT202", "MT205", "MT404")
     infers_from = ("params",)
 
@@ -138,11 +138,11 @@ def _count_causes(trace, ctx: RuleContext, launch: int, sender: int, receiver: i
     peer), and where one side recorded nothing (``silent``), that rank's stuck waits of the
     launch: it never got as far as its delivery (or count), the hang explains it."""
     producers = ctx.stage(Producers)
-    ix = _cause_index(trace, ctx.stage(WaitForGraph), producers)
+    ix = _cause_index(trace, ctx.stage(WaitForGraph), ctx.stage(WordTable))
     regions = trace.manifest.regions
     stale = ix["stale"].get((receiver, launch - 1), [])
     counters = [k for k in stale if regions[k[1]].role == Role.COUNTER]
-    out = [("MT202", producers.not_reset()[k][0]) for k in (counters or stale)]
+    out = [("MT202", ctx.stage(WordTable).not_reset()[k][0]) for k in (counters or stale)]
     out += [("MT105", key) for key in ix["wrong"].get((sender, receiver, launch), [])]
     # The sender's UDMA/RoCE atomics to the receiver, relied on before their quiet: the receiver
     # read its count before the add landed (MT404's hits of this run).
@@ -161,13 +161,13 @@ def _count_causes(trace, ctx: RuleContext, launch: int, sender: int, receiver: i
     return tuple(dict.fromkeys(out))
 
 
-def _cause_index(trace, wf: WaitForGraph, producers: Producers) -> dict:
+def _cause_index(trace, wf: WaitForGraph, words: WordTable) -> dict:
     """What ``_count_causes`` looks up, by its (rank, launch) keys, each list in the order of its
     source: built once per view, not scanned per mismatch (a trace can have millions)."""
     def build():
         tb = wf.builder.tables
         ix: dict = {"stale": {}, "wrong": {}, "mt404": {}, "nodes": {}}
-        for k in producers.not_reset():
+        for k in words.not_reset():
             ix["stale"].setdefault((k[0], k[2]), []).append(k)
         for key, entry in sorted(wf.wrong.items()):
             i = entry["write"]

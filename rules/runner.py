@@ -1,32 +1,22 @@
 """Running the selected rules over one view, in the order their citations need.
 
-``run`` computes the stages the selected rules require (``rules.analysis``),
-then runs the rules in an order where a rule runs after the rules it
-``cites``; the hits of each are held on the view (``base.hits_of``), so a
-rule or a stage that names another rule's hit as a cause reads the hits the
-run produced, with the user's options, and never runs that rule again.
-While a rule runs, the view is kept to the stages it declared.
+``run`` computes the stages the selected rules require (``rules.analysis``:
+no stage reads a rule's hits), then runs the rules in an order where a rule
+runs after the rules it ``cites``; the hits of each are held on the view
+(``base.hits_of``), so a rule that names another rule's hit as a cause reads
+the hits the run produced, with the user's options, and never runs that rule
+again. While a rule runs, the view is kept to the stages it declared.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from .analysis import Options, Stage, Stages, allow, closure, compute
+from .analysis import Options, Stage, Stages, allow, compute
 from .base import Hit, Rule, RuleContext
 
 if TYPE_CHECKING:  # pragma: no cover
     from .trace import TraceView
-
-
-# Stages that name other rules' hits as causes (the wait-for graph cites the stale-flag and
-# ring rules' hits by their keys): a rule that requires one runs after those rules, and the
-# stage is computed on first use, once they have run.
-STAGE_CITES: dict[Stage, tuple[str, ...]] = {Stage.WAIT_FOR: ("MT106", "MT107", "MT108", "MT201", "MT202")}
-
-
-def _cites(rule: type[Rule]) -> tuple[str, ...]:
-    return tuple(rule.cites) + tuple(c for stage in closure(rule.requires) for c in STAGE_CITES.get(stage, ()))
 
 
 def citation_order(rules: Iterable[type[Rule]]) -> list[type[Rule]]:
@@ -44,7 +34,7 @@ def citation_order(rules: Iterable[type[Rule]]) -> list[type[Rule]]:
         if state.get(rule.code):
             return
         state[rule.code] = 1
-        for code in _cites(rule):
+        for code in rule.cites:
             if code in by_code and not state.get(code):
                 place(by_code[code])
         state[rule.code] = 2
@@ -71,8 +61,8 @@ def run(trace: "TraceView", rules: Iterable[type[Rule]],
     trace.options = Options.from_rules(order, options_for)
     needed = {s for rule in order for s in rule.requires}
     on_start and on_start(None)
-    for stage in Stage:
-        if stage in needed and stage not in STAGE_CITES:
+    for stage in Stage:  # in dependency order
+        if stage in needed:
             compute(trace, (stage,))
             on_analysis and on_analysis(stage.value)
     held = trace.hits

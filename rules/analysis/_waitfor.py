@@ -26,6 +26,7 @@ from . import _waitfor_barriers as barriers
 from ._cache import cached
 from ._waitfor_build import Builder
 from ._waitfor_producers import Verdict, classify, expected
+from .graph import strongly_connected
 from .stages import Stage
 
 
@@ -198,53 +199,9 @@ def _explain_wait(b: Builder, n: Node) -> None:
                                   "(the region has no index and nobody wrote it before)"))
 
 
-def _components(succ: dict[int, list[int]], order: list[int]) -> list[list[int]]:
-    """Tarjan's strongly connected components, iteratively, sinks first.
-
-    Iterative because a chain of stuck waits can be thousands deep.
-    """
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on: set[int] = set()
-    stack: list[int] = []
-    comps: list[list[int]] = []
-    for start in order:
-        if start in index:
-            continue
-        work = [(start, iter(succ[start]))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on.add(start)
-        while work:
-            v, it = work[-1]
-            w = next(it, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(succ[w])))
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    x = stack.pop()
-                    on.discard(x)
-                    comp.append(x)
-                    if x == v:
-                        break
-                comps.append(comp)
-    return comps
-
-
 def _condense(nodes: list[Node]) -> list[Cycle]:
     """Root causes per strongly connected component, sinks first."""
-    comps = _components({n.id: n.edges for n in nodes}, [n.id for n in nodes])
+    comps = strongly_connected([n.edges for n in nodes])  # node ids are their indices
     comp_of = {v: i for i, c in enumerate(comps) for v in c}
     roots_of: list[tuple] = []
     cycles: list[Cycle] = []

@@ -1,9 +1,9 @@
-"""Stale counts and flags behind a hang, and the findings of other rules a hang cites.
+"""Stale counts and flags behind a hang: the stale-flag facts a stuck wait's explanation cites.
 
-A hang rule cites another rule's hit by the key that rule gives it, so it
-reads that rule's hits of this run (``analyses.hits_of``: the engine runs
-the cited rules first) instead of restating its logic: the stale-flag rules
-decide what was never reset, the wait-for analysis only links to them.
+What was never reset and which waits passed on a leftover are facts of the
+word table (``_stale``), decided once per view; a hang cites them by the keys
+the stale-flag rules give their findings (MT202 per unreset group, MT201 per
+stale wait_end), so the graph reads no rule's hits and no finding's display.
 
 ``stale_waits`` is whole-array numpy over the completed waits of one
 (rank, launch): a wait passed on a leftover when the last launch that wrote
@@ -16,42 +16,25 @@ import numpy as np
 
 from ingest.contract import Kind, Outcome
 
-from ..base import hits_of
+from . import _stale
 from ._cache import cached
+from ._stale import unreset_index
 from .stages import Stage
-
-
-def not_reset(trace) -> dict:
-    """MT202 hits by (owner rank, region id, launch) -> (key, word offsets or None when truncated)."""
-    per = cached(trace, "hits_of", dict, Stage.PRODUCERS)
-    if "_not_reset" not in per:
-        names = {r.name: i for i, r in enumerate(trace.manifest.regions)}
-        out: dict = {}
-        for h in hits_of(trace, "MT202"):
-            loc = h.location
-            region = names.get(loc.get("region"))
-            if region is None or loc.get("rank") is None or loc.get("launch") is None:
-                continue
-            offs = list(h.extra.get("offsets") or [])
-            complete = int(h.extra.get("words", len(offs))) <= len(offs)
-            out[(int(loc["rank"]), region, int(loc["launch"]))] = (tuple(h.key), offs if complete else None)
-        per["_not_reset"] = out
-    return per["_not_reset"]
 
 
 def not_reset_of(trace, owner: int, launch: int) -> list[tuple]:
     """MT202 keys of the owner's regions left unreset by the launch before ``launch``."""
-    return [k for (o, _, L), (k, _) in not_reset(trace).items() if o == owner and L == launch - 1]
+    return [k for (o, _, L), (k, _) in unreset_index(trace).items() if o == owner and L == launch - 1]
 
 
 def _by_owner(trace) -> dict[int, list[tuple]]:
-    """``not_reset``'s entries by owner rank, (region, launch, offsets) in its order."""
+    """``unreset_index``'s entries by owner rank, (region, launch, offsets) in its order."""
     def build():
         out: dict[int, list[tuple]] = {}
-        for (o, reg, L), (_, offs) in not_reset(trace).items():
+        for (o, reg, L), (_, offs) in unreset_index(trace).items():
             out.setdefault(o, []).append((reg, L, offs))
         return out
-    return cached(trace, "not_reset_by_owner", build, Stage.PRODUCERS)
+    return cached(trace, "not_reset_by_owner", build, Stage.WORD_TABLE)
 
 
 def _completed_waits(t, rank: int, launch: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,7 +71,7 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     the wait_end where that rule could order it).
     """
     t, tb = b.trace, b.tables
-    table = not_reset(t)
+    table = unreset_index(t)
     mine = _by_owner(t).get(rank)
     if launch == 0 or not mine:
         return []
@@ -105,20 +88,13 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     # The last launch before this one that wrote the slot: the value the wait may have seen.
     lw = tb.last_launch_before(skey, launch)
     has = lw >= 0
-    # Flagged (region, launch) of this rank, and the flagged slots where MT202 listed every word.
+    # The slots of this rank's words left unreset, per (region, launch).
     nl = tb.nlaunch
-    whole, slots = [], []
-    for reg, L, offs in mine:
-        if offs is None:
-            whole.append(reg * nl + L)
-        else:
-            slots.extend((reg * nl + L) * tb.slots_per_rank + off // int(tb.sw[reg]) for off in offs)
+    slots = np.concatenate([(reg * nl + L) * tb.slots_per_rank + offs // int(tb.sw[reg]) for reg, L, offs in mine])
     rl = region * nl + lw
-    hit = has & (np.isin(rl, np.array(whole, np.int64))
-                 | np.isin(rl * tb.slots_per_rank + slot, np.array(slots, np.int64)))
+    hit = has & np.isin(rl * tb.slots_per_rank + slot, slots)
     out = []
-    hits = hits_of(t, "MT201")  # keyed by the list too: the wait-for analysis may run before MT201
-    mt201 = cached(t, f"mt201_keys {id(hits)} {len(hits)}", lambda: {tuple(h.key) for h in hits}, Stage.WAIT_FOR)
+    stale_ends = _stale.stale_waits(t).ends  # ascending
     for i in np.flatnonzero(hit)[:limit].tolist():
         e, reg, L = int(ends[i]), int(region[i]), int(lw[i])
         key202 = table[(rank, reg, L)][0]
@@ -127,7 +103,8 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
         text = (f"rank {rank} core {ekey[1]}'s earlier wait on {name}[{int(slot[i])}] ended on a slot "
                 f"never reset to {t.manifest.regions[reg].reset} after launch {L}: a stale count or flag")
         out.append((("MT202", key202), text))
-        if ekey in mt201:
+        at = int(np.searchsorted(stale_ends, e))
+        if at < len(stale_ends) and stale_ends[at] == e:  # MT201's finding on this wait_end
             out.append((("MT201", ekey), text))
     return out
 

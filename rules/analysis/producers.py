@@ -2,11 +2,8 @@
 
 Counts stored raw where the protocol encodes them (``_counts``), counts a
 receiver kept from an earlier launch (``_kept``), ring heads a consumer kept
-and ring slots polled on the wrong channel (``_rings``), and the words the
-stale-flag rule found unreset by their owner (``_waitfor_stale.not_reset``,
-read from MT202's hits of this run: the one place a stage still reads a
-rule's output; the engine runs MT202 first wherever a rule that requires
-this stage cites it).
+and ring slots polled on the wrong channel (``_rings``). Words left unreset
+are the word table's (``WordTable.not_reset``).
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from . import _counts, _kept, _rings, _waitfor_stale
+from . import _counts, _kept, _rings
 from ._cache import cached
 from ._counts import RawCounts
 from ._kept import Kept
@@ -40,10 +37,6 @@ class Producers:
 
     def wrong_polls(self) -> dict[int, WrongPoll]:
         return _rings.wrong_polls(self.view)
-
-    def not_reset(self) -> dict:
-        """MT202 hits by (owner rank, region id, launch) -> (key, word offsets or None when truncated)."""
-        return _waitfor_stale.not_reset(self.view)
 
 
 def producers(view) -> Producers:
