@@ -213,9 +213,11 @@ def _unreset_groups(view) -> Unreset:
     eck = w.ckey(view.key[wends], view["launch"][wends])
     eorder = np.argsort(eck, kind="stable")
     eck, wends = eck[eorder], wends[eorder]
-    hi = np.searchsorted(eck, w.ck[firsts], "right")
-    waited = (hi > 0) & (eck[np.maximum(hi - 1, 0)] == w.ck[firsts])
-    wait_row = np.where(waited, wends[np.maximum(hi - 1, 0)], -1).astype(np.int64)
+    wait_row = np.full(len(firsts), -1, np.int64)
+    if len(wends):  # a trace may hold no completed wait at all
+        hi = np.searchsorted(eck, w.ck[firsts], "right")
+        waited = (hi > 0) & (eck[np.maximum(hi - 1, 0)] == w.ck[firsts])
+        wait_row[waited] = wends[hi[waited] - 1]
     return Unreset(groups, w.key_of(firsts) // wpr, w.region[firsts].astype(np.int64),
                    w.launch_of(firsts).astype(np.int64), wait_row)
 
