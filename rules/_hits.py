@@ -2,7 +2,8 @@
 
 Grouping a repeated defect, the confidence and the gap note of a finding that
 leans on events a partial trace may lack, and the names messages use. Rules
-reach them through ``_passes`` (``H.launch_gap``), where they began.
+import this module as ``H`` (``H.launch_gap``); it is the rules' side, never an
+analysis (``rules/analysis/`` computes, this module words).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ def cached(view, name: str, build: Callable[[], T], stage: Stage | None = None) 
     """
     if stage is not None:
         check(view, stage, name)
-    store = view.__dict__.setdefault("_rule_passes", {})
+    store = view.__dict__.setdefault("_stage_parts", {})
     if name not in store:
         store[name] = build()
     return store[name]

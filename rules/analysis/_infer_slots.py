@@ -2,7 +2,7 @@
 
 ``fit`` scores each mapping, at each slot width worth trying, by how many
 of the writes seen into a region it names the writer of (a multi-word write
-at both ends); ``rules.infer`` adopts the best one only where it is clear.
+at both ends); ``inference`` adopts the best one only where it is clear.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-event passes of the wait-for analysis (numba kernels, see ``rules._waitfor``).
+"""Per-event passes of the core scan (numba kernels; the stage is ``core_scan``, the wait-for graph reads it).
 
 Each kernel walks the (rank, core) segments in dataset order, so nothing is
 sorted: a core's program order is its row order.  They return compact arrays;

@@ -1,6 +1,6 @@
 """The shared state of one wait-for analysis: core end states, tables, queries.
 
-``Builder`` runs the per-event passes once (``_waitfor_scan``), builds the
+``Builder`` runs the per-event passes once (``_scan``), builds the
 lookup tables (``_waitfor_tables``) and answers the questions the producer
 classification asks: which cores of a rank matter, who wrote a slot before,
 which routes or delivers a producer dropped, where it wrote instead.

@@ -1,4 +1,4 @@
-"""The word table's type: one entry per word write into a flag-like region (see ``rules._words``).
+"""The word table's type: one entry per word write into a flag-like region (see ``_words``).
 
 Its own module so that both forms that build it (``_words`` lexsort,
 ``_words_packed``) import it one way.
@@ -34,7 +34,7 @@ class Words:
     decode them and the entries of one key are ``ck`` in [key * lspan, (key + 1) * lspan).
     """
 
-    row: np.ndarray      # event row of the write (``_passes.row_dtype``)
+    row: np.ndarray      # event row of the write (``codes.row_dtype``)
     region: np.ndarray
     phase: np.ndarray    # phase_all of the row
     op: np.ndarray       # OP_SET / OP_ADD
