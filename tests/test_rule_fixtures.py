@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import pytest
-
 from _rule_cases import all_fixtures, case_of, fixture_input
+
 from rules import registry
 from rules.analysis import Options, closure
+from rules.analysis.stages import CITES as STAGE_CITES
 from rules.base import Hit, Rule
-from rules.runner import STAGE_CITES, check_one, run
+from rules.runner import check_one, run
 from rules.trace import TraceView
 
 

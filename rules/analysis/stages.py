@@ -36,6 +36,12 @@ DEPENDS: dict[Stage, tuple[Stage, ...]] = {
 }
 
 
+# The rules whose findings a stage's results name as causes, by the keys those rules give them (the
+# wait-for graph cites the stale-flag and ring facts it follows). A stage never reads their hits: it
+# computes the same facts; a rule that passes the stage's causes into its hits names these codes.
+CITES: dict[Stage, tuple[str, ...]] = {Stage.WAIT_FOR: ("MT106", "MT107", "MT108", "MT201", "MT202")}
+
+
 def closure(stages: Iterable[Stage]) -> frozenset[Stage]:
     """The stages and everything they build on."""
     out: set[Stage] = set()
