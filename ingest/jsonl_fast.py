@@ -69,18 +69,28 @@ def _chunks(path: Path, compression: str | None):
 def _parse(data: bytes, f: _File):
     """The chunk's columns as the scanner wrote them (matrices by width, presence bits, counts), or _NotSure."""
     p = f.plan
-    rows = data.count(b"\n")
+    buf = np.frombuffer(data, dtype=np.uint8)
+    rows = _lines(buf)
     sizes = p.group_sizes()
     out = [np.zeros((sizes[g], rows), dtype=t) for g, t in enumerate(_TYPES)]
     text = np.zeros((sizes[len(WIDTHS)], 2, rows), dtype=np.int64)
     bits = np.zeros((len(COLUMNS), (rows + 7) >> 3), dtype=np.uint8)
     count = np.zeros(len(COLUMNS), dtype=np.int64)
     nm = p.names
-    if _scan(np.frombuffer(data, dtype=np.uint8), rows, nm.bytes, nm.start, nm.length, nm.code, nm.slots,
+    if _scan(buf, rows, nm.bytes, nm.start, nm.length, nm.code, nm.slots,
              nm.offset, nm.mask, p.kstr, p.col, p.req, p.nreq, p.tab, p.lo, p.hi, p.envelope, p.cores,
              p.seq_dense, p.out_group, p.out_pos, *out, text, bits, count, f.last_seq, f.pred):
         raise _NotSure
     return data, rows, out, text, bits, count
+
+
+@kernel
+def _lines(data):
+    """How many b"\n" in data: bytes.count took ~0.07 us an event here, this ~0.02."""
+    rows = 0
+    for b in data:
+        rows += b == 10
+    return rows
 
 
 @kernel

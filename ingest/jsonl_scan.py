@@ -50,23 +50,27 @@ def _scan(data, rows, nbytes, nstart, nlen, ncode, slots, soff, smask, kstr, col
     has = np.zeros(nk, dtype=np.bool_)  # given with a value on this line
     given = np.zeros(nk, dtype=np.int64)  # the keys given a value, in line order
     last_kind = len(pred) - 1
+    # Every line ends in b"\n", which no loop below reads past (it is no digit, blank,
+    # quote or printable byte), so the loops need no end-of-data test of their own.
+    if n == 0 or data[n - 1] != 10:
+        return 1
     i = 0
     for row in range(rows):
         ngiven = 0
         kind = -1
         guess = last_kind  # whose key order to predict from: the last line's until this line's kind is read
         j = 0  # the key's place on the line
-        while i < n and (data[i] == 32 or data[i] == 9 or data[i] == 13):
+        while data[i] <= 32 and (data[i] == 32 or data[i] == 9 or data[i] == 13):
             i += 1
-        if i >= n or data[i] != 123:  # '{'
+        if data[i] != 123:  # '{'
             return 1
         i += 1
-        while i < n and (data[i] == 32 or data[i] == 9 or data[i] == 13):
+        while data[i] <= 32 and (data[i] == 32 or data[i] == 9 or data[i] == 13):
             i += 1
-        if i < n and data[i] == 125:  # '{}': no kind, the careful path words it
+        if data[i] == 125:  # '{}': no kind, the careful path words it
             return 1
         while True:
-            if i >= n or data[i] != 34:  # '"' opening a key
+            if data[i] != 34:  # '"' opening a key
                 return 1
             i += 1
             k0 = i
@@ -88,14 +92,12 @@ def _scan(data, rows, nbytes, nstart, nlen, ncode, slots, soff, smask, kstr, col
                         i = k0 + m
             if key < 0:
                 h = 0
-                while i < n and data[i] != 34:
+                while data[i] != 34:
                     c = np.int64(data[i])
                     if c == 92 or c < 32 or c > 126:  # an escape, a control or non-ASCII byte
                         return 1
                     h = (h * 31 + c) & 0xFFFFFFFF
                     i += 1
-                if i >= n:
-                    return 1
                 key = _lookup(KEYS, data, k0, i - k0, h, nbytes, nstart, nlen, ncode, slots, soff, smask)
                 if key < 0:
                     return 1  # a key outside the schema
@@ -105,17 +107,15 @@ def _scan(data, rows, nbytes, nstart, nlen, ncode, slots, soff, smask, kstr, col
             if j < nk:
                 pred[last_kind, j] = key
             j += 1
-            while i < n and (data[i] == 32 or data[i] == 9 or data[i] == 13):
+            while data[i] <= 32 and (data[i] == 32 or data[i] == 9 or data[i] == 13):
                 i += 1
-            if i >= n or data[i] != 58:  # ':'
+            if data[i] != 58:  # ':'
                 return 1
             i += 1
-            while i < n and (data[i] == 32 or data[i] == 9 or data[i] == 13):
+            while data[i] <= 32 and (data[i] == 32 or data[i] == 9 or data[i] == 13):
                 i += 1
-            if i >= n:
-                return 1
             if data[i] == 110:  # null: the careful path reads it as the key's absence, so do we
-                if i + 4 > n or data[i + 1] != 117 or data[i + 2] != 108 or data[i + 3] != 108:
+                if data[i + 1] != 117 or data[i + 2] != 108 or data[i + 3] != 108:
                     return 1
                 i += 4
             elif kstr[key]:
@@ -124,14 +124,12 @@ def _scan(data, rows, nbytes, nstart, nlen, ncode, slots, soff, smask, kstr, col
                 i += 1
                 v0 = i
                 h = 0
-                while i < n and data[i] != 34:
+                while data[i] != 34:
                     c = np.int64(data[i])
                     if c == 92 or c < 32 or c > 126:
                         return 1
                     h = (h * 31 + c) & 0xFFFFFFFF
                     i += 1
-                if i >= n:
-                    return 1
                 val[key], vlen[key], vhash[key] = v0, i - v0, h
                 has[key] = True
                 given[ngiven] = key
@@ -149,14 +147,14 @@ def _scan(data, rows, nbytes, nstart, nlen, ncode, slots, soff, smask, kstr, col
                     i += 1
                 d0 = i
                 v = np.int64(0)
-                while i < n and 48 <= data[i] <= 57 and i - d0 < 18:
+                while 48 <= data[i] <= 57 and i - d0 < 18:
                     v = v * 10 + (np.int64(data[i]) - 48)
                     i += 1
                 last = np.int64(-1)  # a 19th digit, checked against int64's bounds before it is added
-                if i < n and 48 <= data[i] <= 57:
+                if 48 <= data[i] <= 57:
                     last = np.int64(data[i]) - 48
                     i += 1
-                    if i < n and 48 <= data[i] <= 57:
+                    if 48 <= data[i] <= 57:
                         return 1  # 20 digits or more
                 digits = i - d0
                 if digits == 0 or (digits > 1 and data[d0] == 48):
@@ -170,22 +168,20 @@ def _scan(data, rows, nbytes, nstart, nlen, ncode, slots, soff, smask, kstr, col
                 has[key] = True
                 given[ngiven] = key
                 ngiven += 1
-            while i < n and (data[i] == 32 or data[i] == 9 or data[i] == 13):
+            while data[i] <= 32 and (data[i] == 32 or data[i] == 9 or data[i] == 13):
                 i += 1
-            if i >= n:
-                return 1
             if data[i] == 44:  # ','
                 i += 1
-                while i < n and (data[i] == 32 or data[i] == 9 or data[i] == 13):
+                while data[i] <= 32 and (data[i] == 32 or data[i] == 9 or data[i] == 13):
                     i += 1
                 continue
             if data[i] == 125:  # '}'
                 i += 1
                 break
             return 1  # '.', 'e', a second value, anything else
-        while i < n and (data[i] == 32 or data[i] == 9 or data[i] == 13):
+        while data[i] <= 32 and (data[i] == 32 or data[i] == 9 or data[i] == 13):
             i += 1
-        if i >= n or data[i] != 10:  # one object per line
+        if data[i] != 10:  # one object per line
             return 1
         i += 1
         if kind < 0:
