@@ -12,6 +12,7 @@ Every check is derived from ``ingest.contract`` like the line-by-line path's
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -43,13 +44,22 @@ class _File:
         self.pred = np.full((plan.nkinds + 1, len(KEY_NAMES)), -1, dtype=np.int64)
 
 def _chunks(path: Path, compression: str | None):
-    with pa.input_stream(str(path), compression=compression) as stream:
+    """The file's bytes in chunks of whole lines (each ending in b"\n"), about _CHUNK each."""
+    # A plain file is read by Python, each read no larger than what is left: a read of _CHUNK
+    # bytes from a smaller file (pyarrow's or Python's) took ~0.12 us an event, one of its size ~0.04.
+    if compression is None:
+        opened = open(path, "rb")
+        left = os.fstat(opened.fileno()).st_size
+    else:
+        opened, left = pa.input_stream(str(path), compression=compression), 0
+    with opened as stream:
         tail = b""
         first = True
         while True:
-            block = stream.read(_CHUNK)
+            block = stream.read(min(_CHUNK, left) if left > 0 else _CHUNK)
             if not block:
                 break
+            left -= len(block)
             if first and block.startswith(BOM):
                 block = block[len(BOM):]  # accepted at the start of a file only, as by the careful path
             first = False
