@@ -77,7 +77,7 @@ def _chunks(path: Path, compression: str | None):
 
 
 def _parse(data: bytes, f: _File):
-    """The chunk's columns as the scanner wrote them (matrices by width, presence bits, counts), or _NotSure."""
+    """The chunk's columns as the scanner wrote them (matrices by width, text spans, presence bits), or _NotSure."""
     p = f.plan
     buf = np.frombuffer(data, dtype=np.uint8)
     rows = _lines(buf)
