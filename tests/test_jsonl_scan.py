@@ -178,3 +178,26 @@ def test_crlf_file_and_chunks_cut_anywhere(tmp_path, monkeypatch):
         for path in (p, crlf):
             got = read_fast(path, m, None)
             assert got is not None and got[0].equals(careful), (size, path.name)
+
+
+@pytest.mark.parametrize("back", [False, True])
+def test_seq_on_a_machine_too_wide_for_the_dense_check(tmp_path, back):
+    """Past ranks x cores = SEQ_DENSE the scanner leaves seq to a sort after it; the verdict is the same."""
+    from _trace_files import manifest
+    from ingest.jsonl_plan import SEQ_DENSE
+
+    a = Core(0, 0)
+    events = [a("quiet", engine="sdma") for _ in range(4)]
+    if back:
+        events.append(dict(events[1]))
+    doc = manifest(ranks=2048, cores=SEQ_DENSE // 2048 + 1)
+    p = write_trace(tmp_path, events, doc=doc)
+    m = Manifest.load(tmp_path / "manifest.json")
+    assert m.ranks * m.cores > SEQ_DENSE
+    fast = read_fast(p, m, None)
+    if back:
+        assert fast is None
+        with pytest.raises(TraceError, match="does not increase"):
+            read_jsonl(p, m, fast=False)
+    else:
+        assert fast is not None and fast[0].equals(read_jsonl(p, m, fast=False).table)
