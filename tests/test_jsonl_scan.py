@@ -16,7 +16,7 @@ from ingest.jsonl import read_jsonl
 from ingest.jsonl_fast import read_fast
 from ingest.manifest import Manifest
 
-from _trace_files import Core, write_trace
+from _trace_files import Core, manifest, write_trace
 
 SIGNAL = '"engine":"mte","peer":1,"region":"flags","offset":8,"op":"add","value":1'
 HEAD = '"rank":0,"core":0,"seq":10,"ts":400,"launch":0,"kind":"signal"'
@@ -183,7 +183,6 @@ def test_crlf_file_and_chunks_cut_anywhere(tmp_path, monkeypatch):
 @pytest.mark.parametrize("back", [False, True])
 def test_seq_on_a_machine_too_wide_for_the_dense_check(tmp_path, back):
     """Past ranks x cores = SEQ_DENSE the scanner leaves seq to a sort after it; the verdict is the same."""
-    from _trace_files import manifest
     from ingest.jsonl_plan import SEQ_DENSE
 
     a = Core(0, 0)
