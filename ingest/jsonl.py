@@ -3,8 +3,9 @@
 Every check is derived from ``ingest.contract`` (``FIELDS``, ``COLUMN``,
 ``ALLOWED``, ``JSON_NAME``) and the manifest; nothing here lists fields.
 
-Two paths. ``ingest.jsonl_fast`` parses with a compiled parser to typed columns (``ingest.jsonl_scan``) and checks
-whole columns at once; it answers only "valid" or "not sure". This module's
+Two paths. ``ingest.jsonl_fast`` parses and checks each line in one compiled pass to typed
+columns (``ingest.jsonl_scan``, its checks in ``ingest.jsonl_plan``); it answers only "valid" or
+"not sure". This module's
 line-by-line path is the authority: it runs when the fast one is not sure,
 and names the first offending line. Per line it costs one C-scanner JSON
 decode, one dict lookup for the kind and a generated straight-line check per
@@ -202,7 +203,7 @@ class _KindSpec:
 def read_jsonl(path: str | Path, manifest: Manifest, *, fast: bool = True) -> JsonlChunk:
     """Read and validate one JSON-lines file into a contract table (rows in file order).
 
-    ``fast`` first tries a compiled parser with vectorised checks
+    ``fast`` first tries a compiled scanner that parses and checks each line
     (``ingest.jsonl_fast``); whenever that path is not sure, the file is read
     again line by line here, which decides and names the offending line.
     """
