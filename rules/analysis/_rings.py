@@ -19,6 +19,7 @@ import numpy as np
 
 from ingest.contract import Cmp, Role
 
+from . import codes as C
 from ._cache import cached
 from .stages import Stage
 
@@ -43,6 +44,12 @@ def ring_regions(manifest) -> dict[int, str]:
         if role is not None:
             out[r.id] = role
     return out
+
+
+def _heads_and_tails(manifest) -> tuple[list[int], list[int]]:
+    """The region ids of the ring heads and of the ring tails."""
+    rings = ring_regions(manifest)
+    return [r for r, role in rings.items() if role == HEAD], [r for r, role in rings.items() if role == TAIL]
 
 
 def channel_words(region, slot: int, ranks: int) -> str:
@@ -88,8 +95,6 @@ def learned_writer(b, w) -> int:
 def _one_sided(b) -> np.ndarray:
     """Per write-table entry: a one-sided store (put, signal, amo; to a peer or to itself), not a
     local write (a clean or a reset of the kernel's own words)."""
-    from . import codes as C
-
     return b.trace["kind"][b.tables.w_row] != C.K_WRITE
 
 
@@ -113,11 +118,7 @@ def withheld_heads(trace) -> dict[int, Withheld]:
 
 
 def _withheld(trace) -> dict[int, Withheld]:
-    from . import codes as C
-
-    rings = ring_regions(trace.manifest)
-    heads = [r for r, role in rings.items() if role == HEAD]
-    tails = [r for r, role in rings.items() if role == TAIL]
+    heads, tails = _heads_and_tails(trace.manifest)
     if trace.n == 0 or not heads or not tails:
         return {}
     kind, region, seg = trace["kind"], trace["region"], trace.segments
@@ -162,8 +163,6 @@ def _withheld(trace) -> dict[int, Withheld]:
 
 def _filled_peer(trace, row: int) -> int:
     """The peer of the last tail write of ``row``'s core before it (-1 for none)."""
-    from . import codes as C
-
     tails = [r for r, role in ring_regions(trace.manifest).items() if role == TAIL]
     starts = trace.segments[:-1]
     first = int(starts[np.searchsorted(starts, row, side="right") - 1])
@@ -190,11 +189,7 @@ def wrong_polls(trace) -> dict[int, WrongPoll]:
 
 
 def _wrong_polls(trace) -> dict[int, WrongPoll]:
-    from . import codes as C
-
-    rings = ring_regions(trace.manifest)
-    heads = [r for r, role in rings.items() if role == HEAD]
-    tails = [r for r, role in rings.items() if role == TAIL]
+    heads, tails = _heads_and_tails(trace.manifest)
     if trace.n == 0 or not heads or not tails:
         return {}
     kind, region, offset = trace["kind"], trace["region"], trace["offset"]
