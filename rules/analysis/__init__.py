@@ -87,6 +87,7 @@ class Stages:
 
 def compute(view, stages: Iterable[Stage]) -> None:
     """Compute ``stages`` on ``view`` now (the engine, before the rules that read them run)."""
+    wanted = set(stages)
     for stage in Stage:  # in dependency order
-        if stage in set(stages):
+        if stage in wanted:
             RESULTS[stage][1](view)
