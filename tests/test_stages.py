@@ -116,3 +116,21 @@ def test_each_stage_needs_only_what_it_builds_on(tmp_path, name):
             allow(view, None, None)
     assert closure((Stage.WAIT_FOR,)) == set(Stage)  # the graph reads every other stage
     assert all(set(deps) < set(Stage) for deps in DEPENDS.values())
+
+
+def test_the_wait_for_graph_is_frozen_through_and_through(view):
+    """Its nodes, their verdicts, the cycles and the stopped ranks cannot be changed by a rule."""
+    import dataclasses
+
+    from rules.analysis import WaitForGraph
+
+    seen = []
+    check_one(_probe((Stage.WAIT_FOR,), lambda trace, ctx: seen.append(ctx.stage(WaitForGraph))), view)
+    (graph,) = seen
+    assert graph.nodes and isinstance(graph.nodes, tuple) and isinstance(graph.cycles, tuple)
+    node = graph.nodes[0]
+    assert isinstance(node.verdicts, tuple) and node.verdicts
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        node.caused_by = ()
+    with pytest.raises(TypeError):
+        graph.stops[99] = None

@@ -142,7 +142,7 @@ def test_deadlock_cycle_has_one_root(tmp_path):
 def test_chain_with_an_outside_cause_is_no_deadlock(tmp_path):
     t = open_fixture(FIX / "MT104/quiet_chain_with_outside_cause", tmp_path)
     wf = analyze(t)
-    assert wf.cycles == []
+    assert wf.cycles == ()
     assert all(n.roots == (("MT103", (2, 0, 1)),) for n in wf.waits())
 
 
@@ -243,4 +243,4 @@ def test_analysis_is_cached_per_trace(tmp_path):
                                      "MT102/quiet_barrier_completed", "MT103/quiet_completed"])
 def test_clean_traces_have_no_stuck_nodes(fixture, tmp_path):
     wf = analyze(open_fixture(FIX / fixture, tmp_path))
-    assert wf.nodes == [] and wf.stops == {}
+    assert wf.nodes == () and dict(wf.stops) == {}

@@ -16,8 +16,9 @@ wait_begin / barrier_begin, MT104 the smallest wait_begin of the cycle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass
+from types import MappingProxyType
+from typing import ClassVar, Mapping
 
 from ingest.contract import Cmp, Kind
 
@@ -30,34 +31,8 @@ from .graph import strongly_connected
 from .stages import Stage
 
 
-@dataclass
-class Node:
-    """A stuck wait (MT101) or a stuck barrier (MT102)."""
-
-    id: int
-    code: str
-    row: int  # the wait_begin / barrier_begin; the timeout wait_end if its begin was lost
-    end_row: int  # the timeout wait_end, or -1
-    rank: int
-    core: int
-    seq: int
-    launch: int
-    site: int | None = None
-    region: int = -1
-    offset: int = -1
-    slot: int = -1
-    cmp: int = -1
-    target: int = 0
-    words: int = 1
-    skey: int = -1
-    scope: int = -1
-    instance: int = 0
-    current: int | None = None
-    current_text: str = ""
-    verdicts: list[Verdict] = field(default_factory=list)
-    caused_by: tuple = ()
-    roots: tuple = ()
-    cycle: tuple | None = None  # the MT104 key when the node sits in a deadlock cycle
+class _Facts:
+    """What a node says, read off its fields (shared by the frozen node and its draft)."""
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -91,9 +66,55 @@ class Node:
 
 
 @dataclass(frozen=True)
+class Node(_Facts):
+    """A stuck wait (MT101) or a stuck barrier (MT102), as the graph settled it."""
+
+    id: int
+    code: str
+    row: int  # the wait_begin / barrier_begin; the timeout wait_end if its begin was lost
+    end_row: int  # the timeout wait_end, or -1
+    rank: int
+    core: int
+    seq: int
+    launch: int
+    site: int | None = None
+    region: int = -1
+    offset: int = -1
+    slot: int = -1
+    cmp: int = -1
+    target: int = 0
+    words: int = 1
+    skey: int = -1
+    scope: int = -1
+    instance: int = 0
+    current: int | None = None
+    current_text: str = ""
+    verdicts: tuple[Verdict, ...] = ()
+    caused_by: tuple = ()
+    roots: tuple = ()
+    cycle: tuple | None = None  # the MT104 key when the node sits in a deadlock cycle
+
+
+# The node while the graph is built: the same fields, mutable, its verdicts a list. Each is
+# frozen into a Node once the graph is condensed; nothing outside this package sees a draft.
+def _draft_field(f):
+    if f.name == "verdicts":
+        return f.name, list, field(default_factory=list)
+    return (f.name, f.type) if f.default is MISSING else (f.name, f.type, field(default=f.default))
+
+
+_Draft = make_dataclass("_Draft", [_draft_field(f) for f in fields(Node)], bases=(_Facts,))
+
+
+def _frozen(d) -> Node:
+    values = {f.name: getattr(d, f.name) for f in fields(Node)}
+    return Node(**{**values, "verdicts": tuple(d.verdicts)})
+
+
+@dataclass(frozen=True)
 class Cycle:
     key: tuple
-    members: list[int]
+    members: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -104,11 +125,11 @@ class WaitForGraph:
 
     stage: ClassVar[Stage] = Stage.WAIT_FOR
 
-    nodes: list[Node]
-    cycles: list[Cycle]
-    stops: dict  # rank -> (key, kind, rows, gap): ranks that died, stopped early or are missing
-    wrong: dict  # MT105 key -> (row, text, expected_by node ids)
-    builder: Builder
+    nodes: tuple[Node, ...]
+    cycles: tuple[Cycle, ...]
+    stops: Mapping  # rank -> (key, kind, rows, gap): ranks that died, stopped early or are missing
+    wrong: Mapping  # MT105 key -> (row, text, expected_by node ids)
+    builder: Builder = field(repr=False, compare=False)  # the tables the verdicts were read from
 
     def waits(self) -> list[Node]:
         return [n for n in self.nodes if n.code == "MT101"]
@@ -150,11 +171,11 @@ def analyze(trace) -> WaitForGraph:
 
 def _analyze(trace) -> WaitForGraph:
     b = Builder(trace)
-    nodes: list[Node] = []
+    nodes: list = []  # drafts, frozen once condensed
     for begin, end in zip(b.stuck_begin.tolist(), b.stuck_end.tolist()):
         nodes.append(_wait_node(b, len(nodes), begin, end))
     for row in barriers.stuck_rows(b):
-        nodes.append(barriers.node(b, len(nodes), row, Node))
+        nodes.append(barriers.node(b, len(nodes), row, _Draft))
     b.attach(nodes)
     for n in nodes:
         if n.code == "MT101":
@@ -162,16 +183,17 @@ def _analyze(trace) -> WaitForGraph:
         else:
             barriers.explain(b, n)
     cycles = _condense(nodes)
-    return WaitForGraph(nodes, cycles, b.stops(), b.wrong, b)
+    return WaitForGraph(tuple(_frozen(n) for n in nodes), tuple(cycles), MappingProxyType(b.stops()),
+                        MappingProxyType(b.wrong), b)
 
 
-def _wait_node(b: Builder, i: int, begin: int, end: int) -> Node:
+def _wait_node(b: Builder, i: int, begin: int, end: int):
     t = b.trace
     row = begin if begin >= 0 else end
     region = int(t["region"][row])
     offset = int(t["offset"][row])
-    n = Node(i, "MT101", row, end, int(t["rank"][row]), int(t["core"][row]), int(t["seq"][row]),
-             int(t["launch"][row]))
+    n = _Draft(i, "MT101", row, end, int(t["rank"][row]), int(t["core"][row]), int(t["seq"][row]),
+               int(t["launch"][row]))
     site = int(t["site"][row])
     n.site = None if site == t.null("site") else site
     n.region, n.offset = region, offset
@@ -185,7 +207,7 @@ def _wait_node(b: Builder, i: int, begin: int, end: int) -> Node:
     return n
 
 
-def _explain_wait(b: Builder, n: Node) -> None:
+def _explain_wait(b: Builder, n) -> None:
     if n.cmp < 0:  # the begin was lost: we do not know what it waited for
         n.verdicts.append(Verdict(None, "trace", "unknown", "its wait_begin was lost to ring wrap",
                                   gap=b.gap_of_core(n.rank, n.core)))
@@ -199,7 +221,7 @@ def _explain_wait(b: Builder, n: Node) -> None:
                                   "(the region has no index and nobody wrote it before)"))
 
 
-def _condense(nodes: list[Node]) -> list[Cycle]:
+def _condense(nodes: list) -> list[Cycle]:
     """Root causes per strongly connected component, sinks first."""
     comps = strongly_connected([n.edges for n in nodes])  # node ids are their indices
     comp_of = {v: i for i, c in enumerate(comps) for v in c}
@@ -219,7 +241,7 @@ def _condense(nodes: list[Node]) -> list[Cycle]:
         if not roots and cyclic:
             first = min(members, key=lambda m: m.key)
             cyc = ("MT104", first.key)
-            cycles.append(Cycle(first.key, sorted(comp)))
+            cycles.append(Cycle(first.key, tuple(sorted(comp))))
             roots[cyc] = None
         roots_of.append(tuple(roots) if roots else ((members[0].ref,) if len(members) == 1 else ()))
         for m in members:
