@@ -6,11 +6,32 @@ import numpy as np
 
 from . import _hits as H
 from ._flag_causes import behind_stale_counts, late_puts
+from ._jit import kernel
 from .analysis import HappensBefore, Stage, WordTable
 from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
 _SHOW = 16  # offsets named in a message
+
+
+@kernel
+def _first_distinct(values, k):
+    """The first ``k`` distinct values in order of first appearance (a group's words may number a
+    million, written by a few rows: a sort of them all for 16 rows cost most of a hit)."""
+    out = np.empty(min(k, len(values)), values.dtype)
+    n = 0
+    for i in range(len(values)):
+        seen = False
+        for j in range(n):
+            if out[j] == values[i]:
+                seen = True
+                break
+        if not seen:
+            out[n] = values[i]
+            n += 1
+            if n == k:
+                break
+    return out[:n]
 
 
 class FlagNotReset(Rule):
@@ -84,8 +105,7 @@ class FlagNotReset(Rule):
             rows.append(("owner's wait", wait_row))
         # A hit can name thousands of words: only the first _SHOW rows and offsets become Python values.
         last_rows = w.row[members]
-        _, first_at = np.unique(last_rows, return_index=True)
-        rows += [("last write", int(r)) for r in last_rows[np.sort(first_at)[:_SHOW]].tolist()]
+        rows += [("last write", int(r)) for r in _first_distinct(last_rows, _SHOW).tolist()]
         nwords = len(members)
         # trace.decode_key's offset of the members shown.
         rest = w.key_of(members[:_SHOW]) % trace.manifest.words_per_rank

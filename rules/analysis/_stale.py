@@ -29,7 +29,7 @@ from . import _passes
 from ._cache import cached
 from ._words import expand, words
 from .codes import K_END, K_WEND, K_WRITE, OP_SET
-from .groups import group_columns, split_groups
+from .groups import group_columns
 from .regions import region_table
 from .stages import Stage
 
@@ -141,6 +141,17 @@ def unreset_index(view) -> dict[tuple[int, int, int], tuple[tuple[int, int, int]
     return cached(view, "unreset_index", build, Stage.WORD_TABLE)
 
 
+def _split(idx: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``idx`` split by the packed ``group`` id of each entry: the groups in order of their first
+    entry, each group's entries in ``idx`` order (one stable int64 sort, split at the boundaries;
+    a mask per group would cost groups x entries)."""
+    order = np.argsort(group, kind="stable")
+    sorted_group = group[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_group[1:] != sorted_group[:-1])))
+    parts = np.split(idx[order], starts[1:])
+    return tuple(parts[g] for g in np.argsort(order[starts], kind="stable"))
+
+
 def stale_waits(view) -> StaleWaits:
     return cached(view, "stale_waits", lambda: _stale_waits(view), Stage.WORD_TABLE)
 
@@ -192,21 +203,27 @@ def _unreset_groups(view) -> Unreset:
         return empty
     wpr = view.manifest.words_per_rank
     owner = w.key_of(idx) // wpr
+    offset = w.launch_of(idx) - w.lmin  # the launch, from 0
     # Only launches the owner ran to the end: one it never reached (stuck in an earlier
     # launch, or stopped) has had no chance to consume and reset what peers sent it.
-    ends = kind == K_END
-    done = set(zip(view["rank"][ends].tolist(), view["launch"][ends].tolist())) \
-        - _passes.incomplete_launches(view)
-    pairs = group_columns((owner, w.launch_of(idx)))  # one test per (owner, launch), not per word
-    keep = np.array([(o, L) in done for o, L in pairs.values.T.tolist()], bool)[pairs.inverse]
-    idx, owner = idx[keep], owner[keep]
+    # A table of (rank, launch) looked up per word: no sort of the unreset words.
+    ranks = int(view.manifest.ranks)
+    done = np.zeros((ranks, w.lspan), bool)
+    ends = np.flatnonzero(kind == K_END)
+    er, el = view["rank"][ends].astype(np.int64), view["launch"][ends].astype(np.int64) - w.lmin
+    ok = (er >= 0) & (er < ranks) & (el >= 0) & (el < w.lspan)
+    done[er[ok], el[ok]] = True
+    for r, L in _passes.incomplete_launches(view):
+        if 0 <= r < ranks and 0 <= L - w.lmin < w.lspan:
+            done[r, L - w.lmin] = False
+    inside = (owner >= 0) & (owner < ranks)
+    keep = inside & done[np.where(inside, owner, 0), offset]
+    idx, owner, offset = idx[keep], owner[keep], offset[keep]
     keep = ~_reset_after_sync(view, w, idx)
-    idx, owner = idx[keep], owner[keep]
+    idx, owner, offset = idx[keep], owner[keep], offset[keep]
     if not len(idx):
         return empty
-    # Groups in order of their first member, members in table order: one stable sort, split
-    # at the boundaries (a mask per group would cost groups x entries).
-    groups = tuple(split_groups((owner, w.region[idx], w.launch_of(idx)), idx))
+    groups = _split(idx, (owner * len(rt["reset"]) + w.region[idx]) * w.lspan + offset)
     firsts = np.array([int(g[0]) for g in groups], np.int64)
     # The owner's last wait_end on each group's first word, in its launch: it consumed, then did not reset.
     wends = np.flatnonzero(kind == K_WEND)
