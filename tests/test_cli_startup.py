@@ -51,6 +51,15 @@ def test_diagnose_imports_only_what_it_uses():
     assert kernels and len(kernels) == len(set(kernels))  # each kernel loaded once, only when used
 
 
+def test_diagnose_of_a_dataset_imports_no_arrow_compute(tmp_path):
+    """Reading a dataset's columns fills their nulls with numpy (ingest.dataset._filled): arrow's
+    fill_null would import pyarrow.compute, ~0.04-0.08 s of every diagnose's start-up."""
+    ds = tmp_path / "ds"
+    assert run_cli("ingest", CORPUS / "classic_invalid_expert_9", "-o", ds).code == 0
+    modules, _ = _diagnose_modules(ds, "text")
+    assert "pyarrow.parquet" in modules and "pyarrow.compute" not in modules
+
+
 def test_diagnose_loads_kernels_only_for_the_rules_selected():
     _, every = _diagnose_modules(CORPUS / "classic_invalid_expert_9", "text")
     code = ("import json, sys\n"
