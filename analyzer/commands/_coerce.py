@@ -2,14 +2,15 @@
 
 typer (0.2x with its own click) converts each parameter's value through a
 pydantic ``TypeAdapter`` it builds on first use: parsing ``moetrace diagnose
-TRACE`` imports pydantic and builds 14 adapters, ~0.1 s of a start-up whose
-aim is 1 s (bench/RESULTS.md, Start-up). typer has no public way around it
-(``parser=`` builds an adapter too), so ``install`` seeds the parameter's lazy
-converter, the slot typer fills on first use, with ``_Lean``: for the types
-and values our commands are given (str, int, Path, choices of str, and lists of
-them) it returns what typer's adapter returns; anything else, and every value
-typer would reject, goes to typer's own converter, so errors and unusual input
-read exactly as typer says them. tests/test_cli_coerce.py checks both agree.
+TRACE`` imported pydantic and built 15 adapters (the --help flags among them),
+0.1-0.15 s of CPU in a start-up whose aim is 1 s (bench/RESULTS.md, Start-up).
+typer has no public way around it (``parser=`` builds an adapter too), so
+``install`` seeds the parameter's lazy converter, the slot typer fills on first
+use, with ``_Lean``: for the types and values our commands are given (str, int,
+Path, choices of str, and lists of them) it returns what typer's adapter
+returns; anything else, and every value typer would reject, goes to typer's own
+converter, so errors and unusual input read exactly as typer says them.
+tests/test_cli_coerce.py checks both agree.
 """
 
 from __future__ import annotations

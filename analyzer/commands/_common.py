@@ -96,7 +96,6 @@ class Command(TyperCommand):
                 label = _choices(p) or p.name.upper()
                 p.display_type_rich = lambda ctx, label=label: label
 
-
     def get_params(self, ctx):
         return _lean(super().get_params(ctx))
 
