@@ -34,9 +34,8 @@ from __future__ import annotations
 
 import gc
 import os
-import shutil
 import sys
-import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,40 +168,19 @@ def diagnose(inputs: str | Path | Sequence[str | Path], config: Config | None = 
     ``executor`` runs the windows elsewhere (``analyzer.ray_engine.RayWindows``)
     instead of here or in ``config.jobs`` local processes.
     """
-    from ingest.dataset import is_dataset
-    from ingest.errors import TraceError
+    from ingest.location import as_location
+
+    from .inputs import as_dataset
 
     config = config or Config()
-    from ingest.location import URL_NOT_A_DATASET, as_location, is_url
-
-    paths = [as_location(inputs)] if isinstance(inputs, (str, Path)) else [as_location(p) for p in inputs]
-    if not paths:
-        raise TraceError(None, "", "no input given")
     if rules is None:
         from rules import registry
 
         rules = registry().values()
     selected = config.select_rules([type(r) if not isinstance(r, type) else r for r in rules])
-    if len(paths) == 1 and is_dataset(paths[0]):
-        return _run(paths[0], paths, config, selected, progress, executor)
-    for p in paths:
-        if is_url(p):
-            raise TraceError(p, "", URL_NOT_A_DATASET)
-        if not p.exists():
-            raise TraceError(p, "", "no such file or directory")
-        if is_dataset(p):
-            raise TraceError(p, "", "a dataset cannot be diagnosed together with other inputs")
-    try:
-        from ingest.run import ingest
-    except ImportError:
-        raise TraceError(paths[0], "", "not a dataset, and raw-trace ingest is not available") from None
-    tmp = Path(tempfile.mkdtemp(prefix="moetrace-diagnose-"))
-    try:
-        out = tmp / "dataset"
-        ingest(paths, out, progress=progress)
-        return _run(out, paths, config, selected, progress, executor)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    paths = [as_location(inputs)] if isinstance(inputs, (str, Path)) else [as_location(p) for p in inputs]
+    with as_dataset(paths, progress=progress) as dataset:
+        return _run(dataset, paths, config, selected, progress, executor)
 
 
 def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[type["Rule"]],
@@ -259,13 +237,22 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     analyses); ``tell("rule", 1)`` as each rule ends.
     """
     from ingest._jit import warm
-    from rules.analyses import run
+    from rules.runner import run
     from rules.trace import TraceView
 
+    # numba's import and first cache load (0.4-1.4 s of CPU, once per process) run on a thread while
+    # this one reads the window's columns: the parquet read releases the GIL, so on two cores the
+    # two overlap instead of adding up. warm() freezes numba's objects out of the collector; the
+    # window's few Python objects alive by then are freed by reference counting all the same.
+    warming = None
     if selected:
-        warm()  # numba's tables out of the collections below, before the window's own objects exist
+        warming = threading.Thread(target=warm, name="moetrace-warm", daemon=True)
+        warming.start()
     trace = TraceView(ds, blocks=window.blocks)
     trace.prefetch()
+    if warming is not None:
+        warming.join()
+        warm()  # a no-op once the thread has warmed; if it failed, this raises its error here
     prof and prof.mark(f"read: {trace.n:,} events, {len(trace.loaded)} columns")
     by_code = {r.code: r for r in selected}
     out: list[Finding] = []

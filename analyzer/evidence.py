@@ -170,7 +170,7 @@ def _finding(hit: "Hit", fixed: tuple, trace: "TraceView", first_loc: dict[str, 
     if region_id is not None:
         loc["region"] = trace.manifest.regions[region_id].name
     confidence = _value(hit.confidence)
-    # What the finding rests on that the trace, not the manifest, gave (rules.infer).
+    # What the finding rests on that the trace, not the manifest, gave (rules.analysis.inference).
     inferred = []
     if rule.infers_from:
         about = (region_id, rule.infers_from)

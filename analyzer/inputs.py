@@ -1,9 +1,9 @@
 """A dataset for whatever the user named: a dataset directory, or raw traces ingested into a temporary one.
 
-The engine has its own copy of this rule for ``diagnose``; the commands that
-only read a dataset (timeline, the Python API) come through here, so raw
-inputs are validated by the same ingest and the temporary dataset is removed
-when the caller is done with it.
+Every command that reads a dataset comes through here (diagnose, timeline, the
+Python API), so raw inputs are validated by the same ingest, every bad input
+gets one wording, and the temporary dataset is removed when the caller is done
+with it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ def as_dataset(inputs: str | Path | Sequence[str | Path], progress=None) -> Iter
     """Yield a dataset directory for ``inputs``; a temporary one (removed afterwards) for raw traces."""
     from ingest.dataset import is_dataset
     from ingest.errors import TraceError
-
     from ingest.location import URL_NOT_A_DATASET, as_location, is_url
 
     paths = [as_location(inputs)] if isinstance(inputs, (str, Path)) else [as_location(p) for p in inputs]

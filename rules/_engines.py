@@ -14,8 +14,11 @@ import numpy as np
 
 from ingest.contract import DType, Engine, PipeOp  # noqa: F401  (Engine: the rules name transports through E)
 
-from . import _passes as P
+from . import _hits as H
 from ._jit import kernel
+from .analysis import HappensBefore, cached
+from .analysis import codes as C
+from .analysis import regions as R
 
 CROSS_CORE_WAIT = int(PipeOp.CROSS_CORE_WAIT)
 NO_COVER = 2**31 - 1  # the barrier phase of an operation no quiet completes in its launch
@@ -39,7 +42,7 @@ def amo_transport(trace) -> tuple[np.ndarray, np.ndarray]:
         m = trace.manifest
         if m.transport is not None:
             table = np.array([[-1 if e is None else int(e) for e in row] for row in m.transport], np.int64)
-            rows = np.flatnonzero(kind == P.K_AMO)
+            rows = np.flatnonzero(kind == C.K_AMO)
             rank, peer = trace["rank"][rows].astype(np.int64), trace["peer"][rows].astype(np.int64)
             ok = (peer >= 0) & (peer < m.ranks)
             t = np.full(len(rows), -1, np.int64)
@@ -48,7 +51,7 @@ def amo_transport(trace) -> tuple[np.ndarray, np.ndarray]:
             out[rows[use]] = t[use]
             mapped[rows[use]] = True
         return out, mapped
-    return P.cached(trace, "amo_transport", build)
+    return cached(trace, "amo_transport", build)
 
 
 def dtype_in(trace, types) -> np.ndarray:
@@ -66,16 +69,16 @@ def undeclared_width(trace, types, every: bool = True) -> np.ndarray:
     """Amo rows with no `dtype` whose region's element size every type of that size in ``types``
     has (every=True: the width alone says the type is one of them), or none has (every=False:
     the width alone rules them out)."""
-    rt = P.region_table(trace)
+    rt = R.region_table(trace)
     reg = trace["region"].astype(np.int64)
-    rows = (trace["kind"] == P.K_AMO) & (trace["dtype"] == P.NULL8) & (reg >= 0) & (reg < len(rt["elem_bytes"]))
+    rows = (trace["kind"] == C.K_AMO) & (trace["dtype"] == C.NULL8) & (reg >= 0) & (reg < len(rt["elem_bytes"]))
     eb = np.zeros(trace.n, np.int64)
     eb[rows] = rt["elem_bytes"][reg[rows]]
     return rows & np.isin(eb, _widths(set(types), every))
 
 
 def element_bytes(trace, row: int) -> int:
-    return int(P.region_table(trace)["elem_bytes"][int(trace["region"][row])])
+    return int(R.region_table(trace)["elem_bytes"][int(trace["region"][row])])
 
 
 def aborted_at(trace) -> np.ndarray:
@@ -86,19 +89,19 @@ def aborted_at(trace) -> np.ndarray:
         last = np.zeros(n, bool)
         if n:
             last[trace.segments[1:] - 1] = True
-        return last & (trace["kind"] != P.K_END)
-    return P.cached(trace, "aborted_at", build)
+        return last & (trace["kind"] != C.K_END)
+    return cached(trace, "aborted_at", build)
 
 
 def hits_by_site(rule, trace, rows: np.ndarray, describe, role: str, extra=None):
     """One hit per (rank, core, launch, site) group of ``rows``: one misused call site is one root."""
-    for g in P.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
+    for g in H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
         r = int(g[0])
         d = trace.describe(r)
         msg, conf = describe(r, d)
         if len(g) > 1:
             msg += f"; {len(g)} such operations from this site"
-        conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or conf
+        conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or conf
         yield rule.hit(msg, rows=((role, r),) + ((("last of the group", int(g[-1])),) if len(g) > 1 else ()),
                        key=(d["rank"], d["core"], d["seq"]), confidence=conf,
                        extra={"operations": int(len(g)), **(extra(r) if extra else {})})
@@ -114,14 +117,14 @@ def _observed_kernel(seg, kind, pipe_op, phase, out):
     for s in range(len(seg) - 1):
         seen = False
         for i in range(seg[s], seg[s + 1]):
-            if kind[i] == P.K_BEGIN or (i > seg[s] and phase[i] != phase[i - 1]):
+            if kind[i] == C.K_BEGIN or (i > seg[s] and phase[i] != phase[i - 1]):
                 seen = False
             out[i] = seen
-            if kind[i] == P.K_WEND or (kind[i] == P.K_PIPE and pipe_op[i] == CROSS_CORE_WAIT):
+            if kind[i] == C.K_WEND or (kind[i] == C.K_PIPE and pipe_op[i] == CROSS_CORE_WAIT):
                 seen = True
 
 
-def flag_observed(trace) -> np.ndarray:
+def flag_observed(trace, order: HappensBefore) -> np.ndarray:
     """Per row: whether its core observed a flag (a wait_end, a cross-core WaitFlag) earlier in
     the same launch and barrier phase. Two cores of a rank are ordered here by barriers and
     sync_all only; such an observation may be a hand-over the phases cannot see, so a rule that
@@ -129,13 +132,13 @@ def flag_observed(trace) -> np.ndarray:
     def build():
         out = np.zeros(trace.n, np.bool_)
         if trace.n:
-            _observed_kernel(trace.segments, trace["kind"], trace["pipe_op"], P.phases(trace)[1], out)
+            _observed_kernel(trace.segments, trace["kind"], trace["pipe_op"], order.phase_core, out)
         return out
-    return P.cached(trace, "flag_observed", build)
+    return cached(trace, "flag_observed", build)
 
 
-def cover_phase(trace, rows: np.ndarray) -> np.ndarray:
+def cover_phase(order: HappensBefore, rows: np.ndarray) -> np.ndarray:
     """The barrier phase (phase_core) of the quiet that completes each of ``rows``; NO_COVER if none."""
-    phase = P.phases(trace)[1]
-    cov = P.cover(trace, False)[rows]
+    phase = order.phase_core
+    cov = order.cover(False)[rows]
     return np.where(cov >= 0, phase[np.maximum(cov, 0)], NO_COVER).astype(np.int64)

@@ -12,8 +12,8 @@ import numpy as np
 
 from ingest.contract import Role
 
-from . import _passes as P
-from . import _unfenced as U
+from .analysis import HappensBefore
+from .analysis import codes as C
 
 
 def behind_stale_counts(trace, hits: list) -> list:
@@ -43,7 +43,7 @@ def behind_stale_counts(trace, hits: list) -> list:
     return out
 
 
-def late_puts(trace, last_rows) -> tuple:
+def late_puts(trace, order: HappensBefore, last_rows) -> tuple:
     """(MT401, key) causes when every word's last write is a put a flag write overtook, else ().
 
     Such a put can land after the owner consumed the slots and reset those it
@@ -51,12 +51,12 @@ def late_puts(trace, last_rows) -> tuple:
     missing reset. One word written by anything else keeps the hit a root.
     """
     rows = np.unique(np.asarray(last_rows, np.int64))
-    if (trace["kind"][rows] != P.K_PUT).any():
+    if (trace["kind"][rows] != C.K_PUT).any():
         return ()
-    flags = U.put_flag(trace)[rows]
+    flags = order.put_flag()[rows]
     if (flags < 0).any():
         return ()
-    u = U.unfenced(trace)
+    u = order.unfenced()
     keys = [u.key_of_flag(trace, int(f)) for f in np.unique(flags)]
     if any(k is None for k in keys):
         return ()

@@ -1,212 +1,32 @@
-"""Reads of a peer's symmetric memory against the writes of the same words, ordered by
-happens-before: what the data-race rules MT601 / MT602 share.
+"""The body MT601 and MT602 share: reads with a write no barrier, quiet or flag orders before them.
 
-A read is a ``get`` from another rank's non-flag region (flags are read by waits, which
-race by design). A write into such a word is a local ``write`` of its owner or a
-``put`` / ``put_signal`` into it. Each access has a row where it is done: a write at
-its own row (local) or at the quiet that completes it (put); a read at the quiet that
-completes it or, for an MTE get, the pipe drain (WaitFlag MTE3_S / MTE3_MTE2,
-PipeBarrier MTE3 / ALL) that does. -1: not done in the launch.
-
-Happens-before between a done row ``a`` and a row ``b`` of one launch, never by ts:
-the same core: program order; the same rank: a core barrier or sync_all between
-(``phase_core``); different ranks: a cross-rank barrier between (``phase_all``, which
-counts both barrier layouts). Launch boundaries are global barriers, so only pairs of
-one launch can race. Flag observations (a wait_end ordered before the read whose value
-needed a write the writer's rank issued after the write) are checked per pair found, in
-``_flag_edges.flag_edge``.
+The pairs come from the word table's race pass (``WordTable.races``); this
+module only turns them into hits, one per (rank, core, launch, read site).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ingest.contract import PipeEvent, PipeOp
-
-from . import _passes as P
-from ._flag_edges import flag_edge
-from ._jit import kernel
-
-K_PUT, K_GET, K_PUTSIG, K_WRITE = P.K_PUT, P.K_GET, P.K_PUTSIG, P.K_WRITE
-K_PIPE, K_BEGIN = P.K_PIPE, P.K_BEGIN
-E_MTE = P.E_MTE
-WAIT_FLAG, PIPE_BARRIER = int(PipeOp.WAIT_FLAG), int(PipeOp.PIPE_BARRIER)
-EV_MTE3_S, EV_MTE3_MTE2, EV_MTE3, EV_ALL = (int(e) for e in (PipeEvent.MTE3_S, PipeEvent.MTE3_MTE2,
-                                                             PipeEvent.MTE3, PipeEvent.ALL))
+from . import _hits as H
+from .analysis import WordTable
+from .base import Confidence
 
 
-@kernel
-def _drain_kernel(seg, kind, pipe_op, event, out):
-    # Backward per core: the nearest later pipe drain of the MTE3 writes (a get's landing).
-    for s in range(len(seg) - 1):
-        nxt = -1
-        for i in range(seg[s + 1] - 1, seg[s] - 1, -1):
-            k = kind[i]
-            if k == K_BEGIN:
-                out[i] = -1
-                nxt = -1
-                continue
-            out[i] = nxt
-            if k == K_PIPE:
-                op, ev = pipe_op[i], event[i]
-                if (op == WAIT_FLAG and (ev == EV_MTE3_S or ev == EV_MTE3_MTE2)) or \
-                        (op == PIPE_BARRIER and (ev == EV_MTE3 or ev == EV_ALL)):
-                    nxt = i
-
-
-@kernel
-def _pairs_kernel(rg, rstart, rend, ri, rd, wg, wstart, wend, pmax, wi, wd, rank, core, pa, pc,
-                  conc, nconc, before):
-    # Reads and writes sorted by (group, start); pmax: the running maximum of the writes' ends
-    # within their group, so one forward pointer skips every write that ends before a read starts.
-    lo = 0
-    for i in range(len(rg)):
-        g = rg[i]
-        while lo < len(wg) and (wg[lo] < g or (wg[lo] == g and pmax[lo] <= rstart[i])):
-            lo += 1
-        j = lo
-        while j < len(wg) and wg[j] == g and wstart[j] < rend[i]:
-            if wend[j] > rstart[i]:
-                # Does done row a happen before row b? (same core: program order; same rank:
-                # a core barrier between; ranks apart: a cross-rank barrier between.)
-                a, b = wd[j], ri[i]
-                w_before = a >= 0 and ((rank[a] == rank[b] and core[a] == core[b] and a < b) or
-                                       (rank[a] == rank[b] and core[a] != core[b] and pc[a] < pc[b]) or
-                                       (rank[a] != rank[b] and pa[a] < pa[b]))
-                a, b = rd[i], wi[j]
-                r_before = a >= 0 and ((rank[a] == rank[b] and core[a] == core[b] and a < b) or
-                                       (rank[a] == rank[b] and core[a] != core[b] and pc[a] < pc[b]) or
-                                       (rank[a] != rank[b] and pa[a] < pa[b]))
-                if w_before:
-                    if before[i] < 0:
-                        before[i] = j
-                elif not r_before:
-                    if conc[i] < 0:
-                        conc[i] = j
-                    nconc[i] += 1
-            j += 1
-
-
-def drains(trace) -> np.ndarray:
-    """Per row, the nearest later pipe drain of its core's MTE3 writes in its launch; -1 if none."""
-    def build():
-        out = P.rows_full(trace.n)
-        if trace.n:
-            _drain_kernel(trace.segments, trace["kind"], trace["pipe_op"], trace["event"], out)
-        return out
-    return P.cached(trace, "mte_drains", build)
-
-
-def _done_of(trace, rows: np.ndarray, is_read: bool) -> np.ndarray:
-    cov = P.cover(trace, False)[rows].astype(np.int64)
-    if not is_read:
-        local = trace["kind"][rows] == K_WRITE
-        return np.where(local, rows, cov)
-    dr = drains(trace)[rows].astype(np.int64)
-    mte = trace["engine"][rows] == E_MTE
-    both = np.where(cov < 0, dr, np.where(dr < 0, cov, np.minimum(cov, dr)))
-    return np.where(mte, both, cov)
-
-
-def races(trace):
-    """Per race-checked read: (read rows, first concurrent write row, concurrent writes, first write
-    ordered before it), over reads with at least one concurrent write; cached on the view."""
-    def build():
-        empty = np.zeros(0, np.int64)
-        if trace.n == 0:
-            return empty, empty, empty, empty
-        kind, region, rank = trace["kind"], trace["region"].astype(np.int64), trace["rank"].astype(np.int64)
-        peer = trace["peer"].astype(np.int64)
-        rt = P.region_table(trace)
-        nreg = len(rt["flaglike"])
-        okreg = (region >= 0) & (region < nreg)
-        plain = np.zeros(trace.n, bool)
-        plain[okreg] = ~rt["flaglike"][region[okreg]]
-        reads = np.flatnonzero((kind == K_GET) & plain & (peer != rank))
-        writes = np.flatnonzero(((kind == K_WRITE) | (kind == K_PUT) | (kind == K_PUTSIG)) & plain)
-        if not len(reads) or not len(writes):
-            return empty, empty, empty, empty
-        eb = rt["elem_bytes"]
-
-        def span(rows):
-            nb = trace["nbytes"][rows].astype(np.int64)
-            e = eb[region[rows]]
-            n = np.where(nb == P.NULL64, 1, (np.maximum(nb, 0) + e - 1) // np.maximum(e, 1))
-            start = trace["offset"][rows].astype(np.int64)
-            return start, start + np.maximum(n, 1)
-
-        ranks = int(trace.manifest.ranks)
-
-        def group(rows, owner):
-            return (trace["launch"][rows].astype(np.int64) * ranks + owner) * nreg + region[rows]
-
-        rg = group(reads, peer[reads])
-        wowner = np.where(kind[writes] == K_WRITE, rank[writes], peer[writes])
-        wg = group(writes, wowner)
-        rs, re = span(reads)
-        ws, we = span(writes)
-        ro = np.lexsort((rs, rg))
-        wo = np.lexsort((ws, wg))
-        reads, rg, rs, re = reads[ro], rg[ro], rs[ro], re[ro]
-        writes, wg, ws, we = writes[wo], wg[wo], ws[wo], we[wo]
-        # Running maximum of the ends per group: offset each group far apart so one accumulate serves.
-        gid = np.concatenate(([0], np.cumsum(wg[1:] != wg[:-1])))
-        big = int(we.max() - min(int(ws.min()), 0)) + 1
-        pmax = np.maximum.accumulate(we + gid * big) - gid * big
-        pa, pc = P.phases(trace)
-        conc = np.full(len(reads), -1, np.int64)
-        nconc = np.zeros(len(reads), np.int64)
-        before = np.full(len(reads), -1, np.int64)
-        _pairs_kernel(rg, rs, re, reads.astype(np.int64), _done_of(trace, reads, True), wg, ws, we, pmax,
-                      writes.astype(np.int64), _done_of(trace, writes, False), trace["rank"], trace["core"],
-                      pa, pc, conc, nconc, before)
-        hit = conc >= 0
-        bw = np.where(before >= 0, writes[np.maximum(before, 0)], -1)
-        rdone = _done_of(trace, reads, True)
-        _released(trace, reads, rg, rs, re, rdone, hit, conc, writes, bw, pa, pc)
-        return reads[hit], writes[conc[hit]], nconc[hit], bw[hit]
-    return P.cached(trace, "races", build)
-
-
-def _released(trace, reads, rg, rs, re, rdone, hit, conc, writes, bw, pa, pc) -> None:
-    """A stage reused properly, then read too early, is a missing pre barrier, not a post one.
-
-    A read with a write ordered before it (w0) and an unordered later write (w) looks like
-    w overwriting what the read wanted. But where another read of the same rank of those
-    words finished before w (the rank had released w0's stage: the post barrier of that
-    stage was there), w is the next stage's legitimate write, and this read, unordered with
-    it, is missing its pre barrier: its "write before" is forgotten (in place).
-    """
-    rank, core = trace["rank"], trace["core"]
-    for i in np.flatnonzero(hit & (bw >= 0)):
-        w = int(writes[conc[i]])
-        same = np.flatnonzero((rg == rg[i]) & (rank[reads] == rank[reads[i]]) & (rs < re[i]) & (re > rs[i]))
-        for j in same:
-            d = int(rdone[j])
-            if j == i or d < 0:
-                continue
-            if (rank[d] == rank[w] and ((core[d] == core[w] and d < w) or (core[d] != core[w] and pc[d] < pc[w]))) \
-                    or (rank[d] != rank[w] and pa[d] < pa[w]):
-                bw[i] = -1
-                break
-
-
-def race_hits(rule, trace, want_before: bool, describe):
+def race_hits(rule, trace, words: WordTable, want_before: bool, describe):
     """Hits of one race rule: reads with a concurrent write and (MT602) or without (MT601) a
     write ordered before them; one per (rank, core, launch, read site), flag edges checked."""
-    from .base import Confidence
-
-    reads, conc, nconc, before = races(trace)
+    reads, conc, nconc, before = words.races()
     sel = (before >= 0) if want_before else (before < 0)
     reads, conc, nconc, before = reads[sel], conc[sel], nconc[sel], before[sel]
-    for g in P.groups(np.arange(len(reads)), trace["rank"][reads], trace["core"][reads], trace["launch"][reads],
+    for g in H.groups(np.arange(len(reads)), trace["rank"][reads], trace["core"][reads], trace["launch"][reads],
                       trace["site"][reads]):
         edge = "ordered"
         for i in g:  # a flag orders one writer's words: the first read of the group none orders
             i = int(i)
             r, w = int(reads[i]), int(conc[i])
-            done = int(_done_of(trace, np.array([w]), False)[0])
-            edge = flag_edge(trace, done, r) if done >= 0 else None
+            done = int(words.done_of(np.array([w]), False)[0])
+            edge = words.flag_edge(done, r) if done >= 0 else None
             if edge != "ordered":
                 break
         if edge == "ordered":
@@ -224,12 +44,12 @@ def race_hits(rule, trace, want_before: bool, describe):
         kw = {"message": msg, "confidence": conf}
         # A barrier or the flag that orders the pair may sit in events a ring wrap or a missing
         # dump took: then the finding is a note that says so.
-        gap = P.launch_gap(trace, {d["rank"], dw["rank"]}, d["launch"])
-        if gap is None and P.confidence_for(trace, ranks=(d["rank"], dw["rank"])) is not None:
+        gap = H.launch_gap(trace, {d["rank"], dw["rank"]}, d["launch"])
+        if gap is None and H.confidence_for(trace, ranks=(d["rank"], dw["rank"])) is not None:
             lost = sorted((rc, k) for rc, k in trace.lost_by_core.items() if rc[0] in (d["rank"], dw["rank"]))
             gap = ", ".join(f"rank {r} core {c} lost {k} events" for (r, c), k in lost) or "a dump is missing"
         if gap:
-            kw = P.weakened(msg, gap)
+            kw = H.weakened(msg, gap)
         rows = (("read", r), ("unordered write", w))
         if int(before[i]) >= 0:
             rows += (("write ordered before the read", int(before[i])),)

@@ -13,10 +13,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .analysis import Stage
     from .trace import TraceView
+
+T = TypeVar("T")
 
 
 class Family(str, Enum):
@@ -89,12 +92,20 @@ class Hit:
 
 @dataclass(frozen=True)
 class RuleContext:
-    """Per-run settings a rule may read: its options from the config."""
+    """What a rule reads besides the trace: its options from the config, and the stages it requires."""
 
     options: Mapping[str, Any] = field(default_factory=dict)
+    stages: Any = None  # rules.analysis.Stages: the declared stages, computed once per window
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
+
+    def stage(self, result: type[T]) -> T:
+        """The result of a stage the rule ``requires`` (``ctx.stage(WordTable)``); reaching any
+        other stage raises ``rules.analysis.UndeclaredStage``."""
+        if self.stages is None:
+            raise RuntimeError("this context carries no stages: run rules through rules.runner.run")
+        return self.stages.get(result)
 
 
 DOC_SECTIONS = ("What it does", "Why it matters", "Example", "Evidence")
@@ -110,15 +121,16 @@ class Rule:
     summary: ClassVar[str]
     # Rule options with defaults, settable under [tool.moetrace.options.CODE].
     options: ClassVar[Mapping[str, Any]] = {}
-    # Options that also configure the shared analyses (rules.analyses.Options) every rule reads.
+    # Options that also configure the shared analyses (rules.analysis.Options) every rule reads.
     shared_options: ClassVar[tuple[str, ...]] = ()
-    # The shared analyses the rule reads (names of rules.analyses.ANALYSES): the engine computes
-    # each once per window, with the user's options, before any rule that requires it runs.
-    requires: ClassVar[tuple[str, ...]] = ()
+    # The shared analyses the rule reads (rules.analysis.Stage): the engine computes each once per
+    # window, with the user's options, and the rule reads it as ctx.stage(Result); reaching a stage
+    # not declared here (or built on by one declared) raises rules.analysis.UndeclaredStage.
+    requires: ClassVar[tuple["Stage", ...]] = ()
     # The codes the rule may name in a hit's caused_by: the engine runs those rules first and
     # resolves the causes against their hits; a rule never runs another rule.
     cites: ClassVar[tuple[str, ...]] = ()
-    # The manifest properties the rule's conclusions rest on (rules.infer: index, reset,
+    # The manifest properties the rule's conclusions rest on (rules.analysis.inference: index, reset,
     # monotonic, slot_words, params): where the trace, not the manifest, gave one, the finding
     # says so and its confidence is at most inferred.
     infers_from: ClassVar[tuple[str, ...]] = ()
@@ -151,6 +163,6 @@ def _dedent(text: str) -> str:
 
 
 def hits_of(trace: "TraceView", code: str) -> list[Hit]:
-    """The hits rule ``code`` gave on this view in this run (``rules.analyses.run`` holds them on
+    """The hits rule ``code`` gave on this view in this run (``rules.runner.run`` holds them on
     the view, running cited rules first); none where it was not run. Never runs the rule."""
     return trace.hits.get(code, [])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ingest.contract import Cmp
 
-from ._waitfor import analyze, class_of
+from .analysis import Stage, WaitForGraph
+from .analysis.wait_for import class_of
 from .base import Family, Rule, Severity
 
 
@@ -50,12 +51,12 @@ class StuckWait(Rule):
     family = Family.HANG
     severity = Severity.ERROR
     summary = "A wait never ended (or timed out); names the slot, its producers and why they never wrote"
-    requires = ("inference", "scan", "waitfor")
+    requires = (Stage.WAIT_FOR,)
     cites = ("MT101", "MT102", "MT103", "MT104", "MT105", "MT201", "MT202", "MT204", "MT301", "MT501")
     infers_from = ("index", "slot_words", "reset", "monotonic", "params")
 
     def check(self, trace, ctx):
-        wf = analyze(trace)
+        wf = ctx.stage(WaitForGraph)
         stops = wf.stops
         for n in wf.waits():
             msg, causes = message(trace, n), n.caused_by

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ingest.contract import Scope
 
-from ._waitfor import analyze
+from .analysis import Stage, WaitForGraph
 from .base import Family, Rule, Severity
 
 
@@ -43,12 +43,12 @@ class BarrierIncomplete(Rule):
     family = Family.HANG
     severity = Severity.ERROR
     summary = "A barrier some participants never reached, so it never completed"
-    requires = ("inference", "scan", "waitfor")
+    requires = (Stage.WAIT_FOR,)
     cites = ("MT101", "MT102", "MT103", "MT104", "MT105", "MT201", "MT202", "MT204", "MT301", "MT501")
     infers_from = ("index", "slot_words", "reset", "monotonic", "params")
 
     def check(self, trace, ctx):
-        wf = analyze(trace)
+        wf = ctx.stage(WaitForGraph)
         for n in wf.barriers():
             absent = [v for v in n.verdicts if v.blocker]
             scope = Scope(n.scope).wire if 0 <= n.scope < len(Scope) else str(n.scope)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from ingest.contract import Kind
 
-from ._waitfor import analyze
-from .analyses import hits_of
-from .base import Confidence, Family, Rule, Severity
+from .analysis import Stage, WaitForGraph
+from .base import Confidence, Family, Rule, Severity, hits_of
 
 
 class RankStopped(Rule):
@@ -44,7 +43,7 @@ class RankStopped(Rule):
     family = Family.HANG
     severity = Severity.ERROR
     summary = "A rank stopped mid-kernel or its dump is missing while others wait on it"
-    requires = ("inference", "scan", "waitfor")
+    requires = (Stage.WAIT_FOR,)
     cites = ("MT101", "MT102", "MT103", "MT104", "MT105", "MT201", "MT202", "MT204", "MT301", "MT501",
              "MT701", "MT703", "MT705")
     # An atomic the unified API aborts on (MT701, MT703, MT705) explains a core that stops right at it.
@@ -52,7 +51,7 @@ class RankStopped(Rule):
     infers_from = ("index", "slot_words", "params")
 
     def check(self, trace, ctx):
-        wf = analyze(trace)
+        wf = ctx.stage(WaitForGraph)
         waiting: dict = {}
         for n in wf.nodes:
             for c in n.causes:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._waitfor import analyze
+from .analysis import Stage, WaitForGraph
 from .base import Family, Rule, Severity
 
 
@@ -37,12 +37,12 @@ class DeadlockCycle(Rule):
     family = Family.HANG
     severity = Severity.ERROR
     summary = "Stuck waits wait on each other with no outside cause: a deadlock"
-    requires = ("inference", "scan", "waitfor")
+    requires = (Stage.WAIT_FOR,)
     cites = ("MT101", "MT102", "MT103", "MT104", "MT105", "MT201", "MT202", "MT204", "MT301", "MT501")
     infers_from = ("index", "slot_words", "reset", "monotonic", "params")
 
     def check(self, trace, ctx):
-        wf = analyze(trace)
+        wf = ctx.stage(WaitForGraph)
         for cyc in wf.cycles:
             members = sorted((wf.nodes[i] for i in cyc.members), key=lambda n: n.key)
             parts = []

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ._waitfor import analyze
-from ._waitfor_stale import aliased_routes
-from . import _passes as P
+from . import _hits as H
+from .analysis import Stage, WaitForGraph
+from .analysis.wait_for import aliased_routes
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -38,12 +38,12 @@ class WrongTarget(Rule):
     family = Family.HANG
     severity = Severity.ERROR
     summary = "A producer wrote another slot or rank than the one a stuck wait expects"
-    requires = ("inference", "scan", "waitfor")
+    requires = (Stage.WAIT_FOR,)
     cites = ("MT501",)
     infers_from = ("index", "slot_words", "params")
 
     def check(self, trace, ctx):
-        wf = analyze(trace)
+        wf = ctx.stage(WaitForGraph)
         b = wf.builder
         for key, entry in sorted(wf.wrong.items()):
             waits = [wf.nodes[i] for i in dict.fromkeys(entry["waits"])]
@@ -56,13 +56,13 @@ class WrongTarget(Rule):
             # A writer handed a row with an invalid expert writes its slots shifted: the route
             # is the cause, the stray write its symptom.
             launch = int(trace["launch"][entry["row"]])
-            aliased = aliased_routes(b, key[0], launch)
+            aliased = aliased_routes(wf, key[0], launch)
             if aliased:
                 msg += f"; {aliased[0][2]}"
             # "Never wrote the slot it owed" is an absence: in a launch the writer does not hold
             # whole, that write may be in the lost part of its ring.
-            whole_gap = P.launch_gap(trace, [key[0]], launch)
-            weak = P.weakened(msg, whole_gap) if whole_gap else {}
+            whole_gap = H.launch_gap(trace, [key[0]], launch)
+            weak = H.weakened(msg, whole_gap) if whole_gap else {}
             if gap and not whole_gap:
                 msg += f" [gap: {gap}]"
             yield self.hit(weak.pop("message", msg), caused_by=tuple((a[0], a[1]) for a in aliased), **weak,

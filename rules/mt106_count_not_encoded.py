@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _passes as P
-from ._counts import raw_counts
+from . import _hits as H
+from .analysis import Producers, Stage
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -41,8 +41,10 @@ class CountNotEncoded(Rule):
     severity = Severity.ERROR
     summary = "A count stored raw (n) where its receiver polls != 0 and the counts are encoded -n-1"
 
+    requires = (Stage.PRODUCERS,)
+
     def check(self, trace, ctx):
-        rc = raw_counts(trace)
+        rc = ctx.stage(Producers).raw_counts()
         regions = trace.manifest.regions
         for row, never in zip(rc.rows.tolist(), rc.never.tolist()):
             d = trace.describe(row)
@@ -58,7 +60,7 @@ class CountNotEncoded(Rule):
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} stored the count "
                    f"{d['value']} raw into {where}: {why}{others}; store -n-1")
             rows = (("raw count", row),) + ((("an encoded count", int(enc[0])),) if len(enc) else ())
-            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or (
+            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or (
                 Confidence.CERTAIN if never else Confidence.INFERRED)
             yield self.hit(msg, rows=rows, key=(d["rank"], d["core"], d["seq"]), confidence=conf,
                            defect="count-stored-raw", extra={"peer": d["peer"], "value": d["value"], "encoded_writes": int(len(enc))})

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from . import _passes as P
-from ._rings import channel_words, withheld_heads
+from . import _hits as H
+from .analysis import Producers, Stage
+from .analysis.producers import channel_words
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -46,10 +47,12 @@ class HeadNotReturned(Rule):
     severity = Severity.ERROR
     summary = "A ring consumer saw the rows but never returned the head its stuck sender waits for"
 
+    requires = (Stage.PRODUCERS,)
+
     def check(self, trace, ctx):
         regions = trace.manifest.regions
         P_ = trace.manifest.ranks
-        for row, h in sorted(withheld_heads(trace).items()):
+        for row, h in sorted(ctx.stage(Producers).withheld_heads().items()):
             c = trace.describe(h.consumer)
             s = trace.describe(row)
             tw = trace.describe(h.tail_write)
@@ -64,7 +67,7 @@ class HeadNotReturned(Rule):
                     ("sender's tail write", h.tail_write))
             if h.head_write >= 0:
                 rows += (("consumer's last head write", h.head_write),)
-            conf = P.confidence_for(trace, cores=[(c["rank"], c["core"]), (s["rank"], s["core"])]) \
+            conf = H.confidence_for(trace, cores=[(c["rank"], c["core"]), (s["rank"], s["core"])]) \
                 or Confidence.INFERRED
             yield self.hit(msg, rows=rows, key=(c["rank"], c["core"], c["seq"]), confidence=conf,
                            extra={"sender": s["rank"], "need": h.need, "seen": h.seen, "returned": h.returned})

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import _passes as P
-from ._rings import wrong_polls
+from . import _hits as H
+from .analysis import Producers, Stage
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -43,10 +43,12 @@ class RingWrongChannel(Rule):
     severity = Severity.ERROR
     summary = "A ring consumer polls another channel's tail than the one whose heads it returns"
 
+    requires = (Stage.PRODUCERS,)
+
     def check(self, trace, ctx):
         seen = set()
         regions = trace.manifest.regions
-        for w in wrong_polls(trace).values():
+        for w in ctx.stage(Producers).wrong_polls().values():
             if w.first in seen:
                 continue
             seen.add(w.first)
@@ -62,7 +64,7 @@ class RingWrongChannel(Rule):
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: polls {tail}[{d['offset']}] "
                    f"(channel {', '.join(map(str, w.polled))}) but {why}: it watches another channel's tail "
                    f"than the ring it drains")
-            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.INFERRED
+            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.INFERRED
             rows = (("poll of the other channel's tail", w.first),) + (
                 (("head write", w.head_write),) if w.head_write >= 0 else ())
             yield self.hit(msg, rows=rows,

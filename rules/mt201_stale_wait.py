@@ -2,34 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 
-from ingest.contract import Outcome
-
-from . import _passes as P
-from . import _words as W
-from ._jit import kernel
+from . import _hits as H
+from .analysis import CoreScan, Stage, WordTable
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
-
-
-@kernel
-def _scan(lo, hi, wck, lspan, wrow, wphase, rank, core, phase_all, erow, ekey, out):
-    # For each wait_end: if no write of its launch to its word can precede it
-    # (every one is later on its own core, or after a barrier it had not
-    # reached), the value came from an earlier launch: name the last one.
-    for j in range(len(erow)):
-        e = erow[j]
-        can = False
-        for w in range(lo[j], hi[j]):
-            r = wrow[w]
-            after = (r > e and rank[r] == rank[e] and core[r] == core[e]) or wphase[w] > phase_all[e]
-            if not after:
-                can = True
-                break
-        if not can:
-            p = lo[j] - 1
-            if p >= 0 and wck[p] // lspan == ekey[j]:
-                out[j] = p
 
 
 class StaleWait(Rule):
@@ -69,33 +46,17 @@ class StaleWait(Rule):
     family = Family.STALE_FLAG
     severity = Severity.ERROR
     summary = "Wait satisfied by a value written in an earlier launch and never reset"
-    requires = ("inference", "order", "words")
+    requires = (Stage.CORE_SCAN, Stage.WORD_TABLE)
     infers_from = ("reset", "slot_words", "monotonic")
 
     def check(self, trace, ctx):
         if trace.n == 0:
             return
-        kind = trace["kind"]
-        ends = np.flatnonzero((kind == P.K_WEND) & (trace["outcome"] != int(Outcome.TIMEOUT)) & (trace.key >= 0))
-        if not len(ends):
-            return
-        w = W.words(trace)
-        ekey = trace.key[ends]
-        eck = w.ckey(ekey, trace["launch"][ends])
-        # Searched in sorted order (the table is far larger than the cache): the same bounds,
-        # a fraction of the misses.
-        order = np.argsort(eck, kind="stable")
-        lo, hi = np.empty(len(eck), np.int64), np.empty(len(eck), np.int64)
-        lo[order] = np.searchsorted(w.ck, eck[order], "left")
-        hi[order] = np.searchsorted(w.ck, eck[order], "right")
-        phase_all, _ = P.phases(trace)
-        out = np.full(len(ends), -1, np.int64)
-        _scan(lo, hi, w.ck, np.int64(w.lspan), w.row, w.phase, trace["rank"], trace["core"], phase_all, ends, ekey,
-              out)
-        _, e2b = P.wait_pairs(trace)
+        words = ctx.stage(WordTable)
+        w, stale = words.table, words.stale_waits()
+        _, e2b = ctx.stage(CoreScan).wait_pairs()
         conf = Confidence.PARTIAL_TRACE if trace.partial else Confidence.CERTAIN
-        for j in np.flatnonzero(out >= 0):
-            e, src = int(ends[j]), int(out[j])
+        for e, src in zip(stale.ends.tolist(), stale.source.tolist()):
             b = int(e2b[e])
             d, ds = trace.describe(e), trace.describe(int(w.row[src]))
             want = ""
@@ -103,7 +64,7 @@ class StaleWait(Rule):
                 db = trace.describe(b)
                 want = f" {db['cmp']} {db['value']}"
             held = int(w.after[src])
-            held_s = "unknown" if held == P.NULL64 else str(held)
+            held_s = "unknown" if held == C.NULL64 else str(held)
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: wait on {d['region']}[{d['offset']}]"
                    f"{want} was satisfied (observed {d['observed']}) with no write of launch {d['launch']} before "
                    f"it; the word still held {held_s} from rank {ds['rank']}'s {ds['kind']} in launch "
@@ -113,7 +74,7 @@ class StaleWait(Rule):
             # "No write of this launch before it" is an absence, and a one-sided write may come
             # from any rank: from one whose launch is not whole too, even one the trace never shows
             # writing the word (a core cut before its first write of it, a missing dump).
-            gap = P.launch_gap(trace, range(trace.manifest.ranks), int(d["launch"])) if trace.partial else None
-            weak = P.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
+            gap = H.launch_gap(trace, range(trace.manifest.ranks), int(d["launch"])) if trace.partial else None
+            weak = H.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
             yield self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak,
                            extra={"observed": d["observed"], "written_launch": ds["launch"]})

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _passes as P
-from . import _words as W
+from . import _hits as H
 from ._jit import kernel
-from .analyses import hits_of
-from .base import Confidence, Family, Rule, Severity
+from .analysis import HappensBefore, Stage, WordTable
+from .analysis import codes as C
+from .base import Confidence, Family, Rule, Severity, hits_of
 
-K_WRITE, K_PUT, K_PUTSIG, K_SIGNAL, K_AMO = P.K_WRITE, P.K_PUT, P.K_PUTSIG, P.K_SIGNAL, P.K_AMO
-E_MTE, E_LOCAL, E_P2P = P.E_MTE, P.E_LOCAL, P.E_P2P
+K_WRITE, K_PUT, K_PUTSIG, K_SIGNAL, K_AMO = C.K_WRITE, C.K_PUT, C.K_PUTSIG, C.K_SIGNAL, C.K_AMO
+E_MTE, E_LOCAL, E_P2P = C.E_MTE, C.E_LOCAL, C.E_P2P
 _LOOKBACK = 64  # earlier writes of the same word examined per reset
 # A round, (launch, phase), is packed as ((launch - lmin) << 32) + phase: one int64 that
 # orders like the pair (phases count from 0).
@@ -146,7 +146,7 @@ class ResetRacesInflight(Rule):
     family = Family.STALE_FLAG
     severity = Severity.ERROR
     summary = "Flag reset while a put/signal to it from the previous round is still in flight"
-    requires = ("inference", "order", "words")
+    requires = (Stage.HAPPENS_BEFORE, Stage.WORD_TABLE)
     # An atomic in flight at the reset is one MT404 found relied on before its quiet: that
     # missing quiet is the defect, the race with the reset one place it shows.
     cites = ("MT404",)
@@ -155,11 +155,11 @@ class ResetRacesInflight(Rule):
     def check(self, trace, ctx):
         if trace.n == 0:
             return
-        w = W.words(trace)
+        w = ctx.stage(WordTable).table
         if not len(w.row):
             return
-        phase_all, _ = P.phases(trace)
-        cov, launch = P.cover(trace, False), trace["launch"]
+        order = ctx.stage(HappensBefore)
+        phase_all, cov, launch = order.phase_all, order.cover(False), trace["launch"]
         lmin = np.int64(w.lmin)  # the table's: its ck holds launch - lmin
         cround = np.empty(trace.n, np.int64)
         _round_of_cover(trace["kind"], trace["engine"], cov, launch, phase_all, lmin, cround)
@@ -176,11 +176,11 @@ class ResetRacesInflight(Rule):
             owner, region, off = trace.decode_key(int(w.key_of(j)))
             where = "the launch boundary" if dx["launch"] < d["launch"] else "the barrier"
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: reset of "
-                   f"{P.region_name(trace, region)}[{off}] to {d.get('value')} at seq {d['seq']} races rank "
+                   f"{H.region_name(trace, region)}[{off}] to {d.get('value')} at seq {d['seq']} races rank "
                    f"{dx['rank']} core {dx['core']}'s {dx['engine']} {dx['kind']} to it (launch {dx['launch']}, seq "
                    f"{dx['seq']}), which no {dx['engine']} quiet completed before {where}: it can land after "
                    f"the reset")
-            conf = P.confidence_for(trace, ranks=[dx["rank"]]) or Confidence.INFERRED
+            conf = H.confidence_for(trace, ranks=[dx["rank"]]) or Confidence.INFERRED
             cause = unquieted.get(_group_of(trace, x))
             if cause is not None:
                 msg += " (the atomic was relied on before its quiet: MT404)"

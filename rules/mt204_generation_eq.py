@@ -6,13 +6,15 @@ import numpy as np
 
 from ingest.contract import Cmp, Outcome
 
-from . import _passes as P
-from . import _words as W
-from ._groups import group_columns
+from . import _hits as H
 from ._jit import kernel
+from .analysis import CoreScan, Stage, WordTable
+from .analysis import codes as C
+from .analysis import regions as R
+from .analysis.groups import group_columns
 from .base import Confidence, Family, Rule, Severity
 
-NULL64 = P.NULL64
+NULL64 = C.NULL64
 
 
 @kernel
@@ -61,23 +63,23 @@ class GenerationEq(Rule):
     family = Family.STALE_FLAG
     severity = Severity.WARNING
     summary = "Generation (monotonic) compared with == where a peer can already be ahead"
-    requires = ("inference", "order", "words")
+    requires = (Stage.CORE_SCAN, Stage.WORD_TABLE)
     infers_from = ("monotonic",)
 
     def check(self, trace, ctx):
         if trace.n == 0:
             return
         kind = trace["kind"]
-        rt = P.region_table(trace)
+        rt = R.region_table(trace)
         reg = trace["region"]
         mono = (reg >= 0) & rt["monotonic"][np.where(reg >= 0, reg, 0)]
-        begins = np.flatnonzero((kind == P.K_WBEGIN) & (trace["cmp"] == int(Cmp.EQ)) & mono)
+        begins = np.flatnonzero((kind == C.K_WBEGIN) & (trace["cmp"] == int(Cmp.EQ)) & mono)
         if not len(begins):
             return
-        b2e, _ = P.wait_pairs(trace)
+        b2e, _ = ctx.stage(CoreScan).wait_pairs()
         end = b2e[begins]
         target = trace["value"][begins].astype(np.int64)
-        w = W.words(trace)
+        w = ctx.stage(WordTable).table
         vmax = np.full(len(w.row), NULL64, np.int64)
         if len(w.row):
             _final_max(w.ck, np.int64(w.lspan), w.after, vmax)
@@ -123,7 +125,7 @@ class GenerationEq(Rule):
         msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: wait {d['region']}[{d['offset']}] eq "
                f"{d['value']} {state} while the word already holds {held}, beyond the target: a peer is "
                f"ahead and == never holds again; compare with ge")
-        conf = P.confidence_for(trace, ranks=range(trace.manifest.ranks)) or Confidence.CERTAIN
+        conf = H.confidence_for(trace, ranks=range(trace.manifest.ranks)) or Confidence.CERTAIN
         return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
                         severity=Severity.ERROR, blocks=((d["rank"], d["core"]),),
                         extra={"target": d["value"], "held": held})

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import _passes as P
-from ._kept import kept_counts
+from . import _hits as H
+from .analysis import Producers, Stage
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -43,9 +43,11 @@ class CountKeptAcrossLaunches(Rule):
     severity = Severity.ERROR
     summary = "A count polled != 0 in a launch still holds an earlier launch's value: its clean was skipped"
 
+    requires = (Stage.PRODUCERS,)
+
     def check(self, trace, ctx):
         seen = {}
-        for row, k in sorted(kept_counts(trace).items()):
+        for row, k in sorted(ctx.stage(Producers).kept_counts().items()):
             rank = int(trace["rank"][row])
             seen.setdefault((rank, k.launch), []).append(k)
         regions = trace.manifest.regions
@@ -58,11 +60,11 @@ class CountKeptAcrossLaunches(Rule):
                    f"still holds what rank {w['rank']} wrote in launch {k.written} ({w['kind']} {w['value']}): "
                    f"nothing cleaned it in launch {launch - 1} or {launch}, so the poll reads a count from "
                    f"{launch - k.written} launches ago; {len(words)} word(s) of {name} kept so")
-            conf = P.confidence_for(trace, cores=[(rank, d["core"])]) or Confidence.INFERRED
+            conf = H.confidence_for(trace, cores=[(rank, d["core"])]) or Confidence.INFERRED
             # "Nothing cleaned it" is an absence: any rank may clean the word, in either launch, so
             # a gap in those launches anywhere may hold the clean (a ring wrap, a missing dump).
             everyone = range(trace.manifest.ranks)
-            gap = (P.launch_gap(trace, everyone, launch - 1) or P.launch_gap(trace, everyone, launch)) \
+            gap = (H.launch_gap(trace, everyone, launch - 1) or H.launch_gap(trace, everyone, launch)) \
                 if trace.partial else None
             yield self.hit(msg, rows=(("poll satisfied by the kept count", k.wait), ("the kept write", k.write)),
                            key=(rank, d["core"], d["seq"]), confidence=conf, gap=gap,

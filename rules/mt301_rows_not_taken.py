@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _passes as P
-from ._groups import group_columns
-from ._kept import kept_counts
+from ingest.contract import Kind
+
+from .analysis import Producers, Stage
+from .analysis import codes as C
+from .analysis.groups import group_columns
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -42,15 +44,17 @@ class RowsNotTaken(Rule):
     severity = Severity.ERROR
     summary = "Receiver took fewer rows than announced (deliver.delivered < requested)"
 
+    requires = (Stage.PRODUCERS,)
+
     def check(self, trace, ctx):
         if trace.n == 0:
             return
         kind = trace["kind"]
         # The delivers first, then their fields: no int64 copies of the whole trace.
-        rows = np.flatnonzero(kind == int(P.Kind.DELIVER))
+        rows = np.flatnonzero(kind == int(Kind.DELIVER))
         req = trace["requested"][rows].astype(np.int64)
         got = trace["delivered"][rows].astype(np.int64)
-        short = (got < req) & (got != P.NULL32)
+        short = (got < req) & (got != C.NULL32)
         rows, req, got = rows[short], req[short], got[short]  # indexed like rows from here on
         if not len(rows):
             return
@@ -71,7 +75,7 @@ class RowsNotTaken(Rule):
             d = trace.describe(first)
             total = int(lost[members].sum())
             srcs = sorted({int(x) for x in trace["src_rank"][rr]})
-            caps = {int(x) for x in trace["capacity"][rr] if x != P.NULL32}
+            caps = {int(x) for x in trace["capacity"][rr] if x != C.NULL32}
             extra = {"rank": d["rank"], "local_expert": d["local_expert"], "launch": d["launch"], "lost": total,
                      "requested": int(req[members].sum()), "delivered": int(got[members].sum()),
                      "capacity": min(caps) if caps else None, "src_ranks": srcs,
@@ -82,7 +86,7 @@ class RowsNotTaken(Rule):
                    f"by this expert over the trace")
             # The requested count came from a count word that entered the launch uncleaned (MT205):
             # it is last launches' count plus this one's, not rows anybody sent.
-            kept = [k for k in kept_counts(trace).values()
+            kept = [k for k in ctx.stage(Producers).kept_counts().values()
                     if int(trace["rank"][k.wait]) == d["rank"] and k.launch == d["launch"]]
             causes = ((("MT205", (d["rank"], int(trace["core"][kept[0].wait]), int(trace["seq"][kept[0].wait]))),)
                       if kept else ())

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.contract import Role
+from ingest.contract import Kind, Role
 
-from . import _passes as P
-from ._waitfor_stale import not_reset
+from .analysis import Stage, WordTable
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -48,23 +48,26 @@ class CountOverCapacity(Rule):
     # too: it takes more than were sent, and that missing reset is the defect.
     cites = ("MT202",)
 
+    requires = (Stage.WORD_TABLE,)
+
     def check(self, trace, ctx):
+        words = ctx.stage(WordTable)
         if trace.n == 0:
             return
         # (kind, the rows field, the other rank's field, how the excess reads)
         for kind, rows, other, verb, excess_is in (
-                (P.Kind.COUNT, "value", "peer", "announced {n} rows to rank {o}", "rows over"),
-                (P.Kind.DELIVER, "delivered", "src_rank", "took {n} rows from rank {o}", "rows written past its segment")):
+                (Kind.COUNT, "value", "peer", "announced {n} rows to rank {o}", "rows over"),
+                (Kind.DELIVER, "delivered", "src_rank", "took {n} rows from rank {o}", "rows written past its segment")):
             sel = np.flatnonzero(trace["kind"] == int(kind))  # then their fields: no whole-trace copies
             n = trace[rows][sel].astype(np.int64)
             cap = trace["capacity"][sel].astype(np.int64)
-            for r in sel[(cap != P.NULL32) & (n != trace.null(rows)) & (n > cap)]:
+            for r in sel[(cap != C.NULL32) & (n != trace.null(rows)) & (n > cap)]:
                 d = trace.describe(int(r))
                 excess = d[rows] - d["capacity"]
                 what = verb.format(n=d[rows], o=d[other])
                 msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {what} for local expert "
                        f"{d['local_expert']}, capacity {d['capacity']} ({excess} {excess_is})")
-                stale = _stale_counters(trace, d["rank"], d["launch"]) if kind == P.Kind.DELIVER else ()
+                stale = _stale_counters(trace, words, d["rank"], d["launch"]) if kind == Kind.DELIVER else ()
                 if stale:
                     msg += " (its counter was not reset after the previous launch)"
                 yield self.hit(msg, rows=((kind.wire, int(r)),), key=(d["rank"], d["core"], d["seq"]),
@@ -72,8 +75,8 @@ class CountOverCapacity(Rule):
                                extra={"excess": excess, other: d[other], "local_expert": d["local_expert"]})
 
 
-def _stale_counters(trace, owner: int, launch: int) -> list[tuple]:
+def _stale_counters(trace, words: WordTable, owner: int, launch: int) -> list[tuple]:
     """MT202 keys of the owner's counter regions left unreset by the launch before ``launch``."""
     regions = trace.manifest.regions
-    return [k for (o, region, L), (k, _) in not_reset(trace).items()
+    return [k for (o, region, L), (k, _) in words.not_reset().items()
             if o == owner and L == launch - 1 and regions[region].role == Role.COUNTER]

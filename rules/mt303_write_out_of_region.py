@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _passes as P
+from . import _hits as H
 from ._jit import kernel
+from .analysis import codes as C
+from .analysis import regions as R
 from .base import Confidence, Family, Rule, Severity
 
-K_PUT, K_PUTSIG, K_SIGNAL, K_AMO, K_WRITE, K_GET = P.K_PUT, P.K_PUTSIG, P.K_SIGNAL, P.K_AMO, P.K_WRITE, P.K_GET
+K_PUT, K_PUTSIG, K_SIGNAL, K_AMO, K_WRITE, K_GET = C.K_PUT, C.K_PUTSIG, C.K_SIGNAL, C.K_AMO, C.K_WRITE, C.K_GET
 
 
 @kernel
@@ -62,8 +64,8 @@ class WriteOutOfRegion(Rule):
         if trace.n == 0:
             return
         kind = trace["kind"]
-        rt = P.region_table(trace)
-        reg, ext = P.target_region(trace), P.extent(trace)
+        rt = R.region_table(trace)
+        reg, ext = R.target_region(trace), R.extent(trace)
         offset, soff = trace["offset"], trace["sig_offset"]
         loffset = trace["local_offset"] if bool((kind == K_GET).any()) else offset
         sreg = trace["sig_region"]
@@ -73,9 +75,9 @@ class WriteOutOfRegion(Rule):
             d = trace.describe(r)
             if out[r] == 1:
                 o = int(loffset[r] if kind[r] == K_GET else offset[r])
-                where, e, ln = P.region_name(trace, int(reg[r])), int(ext[r]), int(rt["length"][reg[r]])
+                where, e, ln = H.region_name(trace, int(reg[r])), int(ext[r]), int(rt["length"][reg[r]])
             else:
-                where, o, e = P.region_name(trace, int(sreg[r])), int(soff[r]), 1
+                where, o, e = H.region_name(trace, int(sreg[r])), int(soff[r]), 1
                 ln = int(rt["length"][sreg[r]])
             owner = int(trace.owner[r])
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} writes {where}[{o}:{o + e}] "

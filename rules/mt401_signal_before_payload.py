@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _passes as P
-from . import _unfenced as U
-from .analyses import hits_of
-from .base import Confidence, Family, Rule, Severity
+from . import _hits as H
+from .analysis import HappensBefore, Options, Stage
+from .analysis import codes as C
+from .base import Confidence, Family, Rule, Severity, hits_of
 
 _SHOW = 8  # (flag, put) pairs named in a group's extra
 
@@ -52,17 +52,17 @@ class SignalBeforePayload(Rule):
     family = Family.MISSING_DRAIN
     severity = Severity.ERROR
     summary = "Flag written to a peer while a payload put to it is still outstanding"
-    requires = ("unfenced",)
+    requires = (Stage.HAPPENS_BEFORE,)
     # An amo that overtakes a UDMA/RoCE put to its PE is first of all in flight together with it
     # (MT603): that is the root, which a quiet between them fixes as well.
     cites = ("MT603",)
-    options = {"ordered_engines": list(U.DEFAULT_ORDERED)}
+    options = {"ordered_engines": list(Options().ordered_engines)}
     shared_options = ("ordered_engines",)  # the unfenced analysis MT202 reads too
 
     def check(self, trace, ctx):
         if trace.n == 0:
             return
-        u = U.unfenced(trace, ctx.option("ordered_engines", self.options["ordered_engines"]))
+        u = ctx.stage(HappensBefore).unfenced(ctx.option("ordered_engines", self.options["ordered_engines"]))
         if not len(u.flags):
             return
         members = np.argsort(u.group, kind="stable")  # flag indices grouped, row order within
@@ -84,7 +84,7 @@ class SignalBeforePayload(Rule):
             why = f"the {named} at seq {dq['seq']} does not cover it"
         seq = trace["seq"]
         site = trace["site"][fl].astype(np.int64)
-        sites = sorted(set(site[site != P.NULL32].tolist()))
+        sites = sorted(set(site[site != C.NULL32].tolist()))
         more = ""
         if len(fl) > 1:
             rows.append(("last flag write of the group", int(fl[-1])))
@@ -96,7 +96,7 @@ class SignalBeforePayload(Rule):
                f"{d.get('region')}[{d.get('offset')}] at seq {d['seq']} while the {dp['engine']} put "
                f"{dp['region']}[{dp['offset']}] ({dp.get('nbytes')} B) at seq {dp['seq']} is outstanding; {why}"
                f"{more}")
-        conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+        conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
         pairs = [[int(seq[x]), int(seq[u.hit_put[x]])] for x in fl[:_SHOW]]
         together = {f, p}
         causes = tuple(("MT603", h.key) for h in hits_of(trace, "MT603")

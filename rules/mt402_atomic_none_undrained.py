@@ -6,12 +6,13 @@ import numpy as np
 
 from ingest.contract import PipeEvent, PipeOp
 
-from . import _passes as P
+from . import _hits as H
 from ._jit import kernel
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
-K_BEGIN, K_PUT, K_GET, K_AMODE, K_PIPE, K_QUIET = P.K_BEGIN, P.K_PUT, P.K_GET, P.K_AMODE, P.K_PIPE, P.K_QUIET
-E_MTE, E_ALL, OP_ADD = P.E_MTE, P.E_ALL, P.OP_ADD
+K_BEGIN, K_PUT, K_GET, K_AMODE, K_PIPE, K_QUIET = C.K_BEGIN, C.K_PUT, C.K_GET, C.K_AMODE, C.K_PIPE, C.K_QUIET
+E_MTE, E_ALL, OP_ADD = C.E_MTE, C.E_ALL, C.OP_ADD
 WAIT_FLAG, PIPE_BARRIER = int(PipeOp.WAIT_FLAG), int(PipeOp.PIPE_BARRIER)
 EV_MTE3_S, EV_MTE3, EV_ALL = int(PipeEvent.MTE3_S), int(PipeEvent.MTE3), int(PipeEvent.ALL)
 
@@ -87,7 +88,7 @@ class AtomicNoneUndrained(Rule):
         if trace.n == 0:
             return
         sev = Severity(ctx.option("severity", self.options["severity"]))
-        hit_write, hit_open = P.rows_full(trace.n), P.rows_full(trace.n)
+        hit_write, hit_open = C.rows_full(trace.n), C.rows_full(trace.n)
         _scan(trace.segments, trace["kind"], trace["engine"], trace["op"], trace["pipe_op"],
               trace["event"], hit_write, hit_open)
         for r in np.flatnonzero(hit_write >= 0):
@@ -100,7 +101,7 @@ class AtomicNoneUndrained(Rule):
                    f"while the MTE3 {dw['kind']} into {dest} at seq {dw['seq']} (issued under the add mode "
                    f"of seq {int(trace['seq'][o])}) may still be in flight; no wait_flag mte3_s or "
                    f"pipe_barrier in between, so it can land as a plain store")
-            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("atomic none", r), ("undrained write", w), ("atomic add", o)),
                            key=(d["rank"], d["core"], d["seq"]), confidence=conf,
                            severity=None if sev is self.severity else sev)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _passes as P
+from . import _hits as H
+from .analysis import CoreScan, Stage
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -36,23 +38,23 @@ class PlainWriteInAtomic(Rule):
     family = Family.MISSING_DRAIN
     severity = Severity.ERROR
     summary = "Plain local write (write, or put to own rank) inside an atomic-add window"
-    requires = ("order",)
+    requires = (Stage.CORE_SCAN,)
 
     def check(self, trace, ctx):
         if trace.n == 0:
             return
         kind = trace["kind"]
-        win = P.atomic_window(trace)
-        own = (kind == P.K_PUT) & (trace["peer"] == trace["rank"])  # both int16
-        rows = np.flatnonzero((win >= 0) & ((kind == P.K_WRITE) | own))
+        win = ctx.stage(CoreScan).atomic_window()
+        own = (kind == C.K_PUT) & (trace["peer"] == trace["rank"])  # both int16
+        rows = np.flatnonzero((win >= 0) & ((kind == C.K_WRITE) | own))
         # One hit per (window, site): a loop of writes in one window is one misplaced copy.
-        for g in P.groups(rows, win[rows], trace["site"][rows]):
+        for g in H.groups(rows, win[rows], trace["site"][rows]):
             r, o = int(g[0]), int(win[g[0]])
             d = trace.describe(r)
             more = f"; {len(g)} writes from this site in the window" if len(g) > 1 else ""
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} to "
                    f"{d.get('region')}[{d.get('offset')}] ({d.get('nbytes')} B) at seq {d['seq']} inside the "
                    f"atomic-add window opened at seq {int(trace['seq'][o])}: it adds instead of overwriting{more}")
-            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("plain write", r), ("atomic add", o)),
                            key=(d["rank"], d["core"], d["seq"]), confidence=conf, extra={"writes": int(len(g))})

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _passes as P
+from . import _hits as H
 from ._jit import kernel
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
-K_BEGIN, K_END, K_AMO, K_QUIET = P.K_BEGIN, P.K_END, P.K_AMO, P.K_QUIET
-K_SIGNAL, K_PUTSIG, K_WBEGIN, K_BBEGIN = P.K_SIGNAL, P.K_PUTSIG, P.K_WBEGIN, P.K_BBEGIN
-E_UDMA, E_ROCE, E_ALL, NE, NULL8 = P.E_UDMA, P.E_ROCE, P.E_ALL, P.N_ENGINES, P.NULL8
+K_BEGIN, K_END, K_AMO, K_QUIET = C.K_BEGIN, C.K_END, C.K_AMO, C.K_QUIET
+K_SIGNAL, K_PUTSIG, K_WBEGIN, K_BBEGIN = C.K_SIGNAL, C.K_PUTSIG, C.K_WBEGIN, C.K_BBEGIN
+E_UDMA, E_ROCE, E_ALL, NE, NULL8 = C.E_UDMA, C.E_ROCE, C.E_ALL, C.N_ENGINES, C.NULL8
 
 
 @kernel
@@ -93,12 +94,12 @@ class AmoUsedBeforeQuiet(Rule):
     def check(self, trace, ctx):
         if trace.n == 0:
             return
-        use = P.rows_full(trace.n)
+        use = C.rows_full(trace.n)
         _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], trace.key,
               int(trace.manifest.ranks), use)
         amos = np.flatnonzero(use >= 0)
         # One hit per (rank, core, launch, amo site): a loop of amos missing one quiet is one root.
-        for g in P.groups(amos, trace["rank"][amos], trace["core"][amos], trace["launch"][amos],
+        for g in H.groups(amos, trace["rank"][amos], trace["core"][amos], trace["launch"][amos],
                           trace["site"][amos]):
             a, u = int(g[0]), int(use[g[0]])
             d, du = trace.describe(a), trace.describe(u)
@@ -107,7 +108,7 @@ class AmoUsedBeforeQuiet(Rule):
                    f"{d['value']} to rank {d['peer']} {d['region']}[{d['offset']}] at seq {d['seq']} is relied on "
                    f"by the {du['kind']} at seq {du['seq']} before any {d['engine']} quiet: the atomic may "
                    f"not have reached the peer yet{more}")
-            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
             rows = (("unquieted amo", a), ("use", u)) + ((("last amo of the group", int(g[-1])),) if len(g) > 1 else ())
             yield self.hit(msg, rows=rows, key=(d["rank"], d["core"], d["seq"]), confidence=conf,
                            extra={"amos": int(len(g)), "peers": sorted(set(trace["peer"][g].tolist()))})

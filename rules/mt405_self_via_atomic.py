@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _passes as P
+from . import _hits as H
+from .analysis import CoreScan, Stage
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -35,16 +37,16 @@ class SelfViaAtomic(Rule):
     family = Family.MISSING_DRAIN
     severity = Severity.ERROR
     summary = "Self contribution accumulated through the atomic path (double counting)"
-    requires = ("order",)
+    requires = (Stage.CORE_SCAN,)
 
     def check(self, trace, ctx):
         if trace.n == 0:
             return
-        win = P.atomic_window(trace)
-        own = (trace["kind"] == P.K_GET) & (trace["peer"] == trace["rank"])  # both int16
+        win = ctx.stage(CoreScan).atomic_window()
+        own = (trace["kind"] == C.K_GET) & (trace["peer"] == trace["rank"])  # both int16
         rows = np.flatnonzero(own & (win >= 0))
         # One hit per (window, site): the tiles of one self contribution are one mistake.
-        for g in P.groups(rows, win[rows], trace["site"][rows]):
+        for g in H.groups(rows, win[rows], trace["site"][rows]):
             r, o = int(g[0]), int(win[g[0]])
             d = trace.describe(r)
             more = f"; {len(g)} self gets from this site in the window" if len(g) > 1 else ""
@@ -52,6 +54,6 @@ class SelfViaAtomic(Rule):
                    f"{d['region']}[{d['offset']}] into {d['local_region']}[{d['local_offset']}] at seq {d['seq']} "
                    f"inside the atomic-add window opened at seq {int(trace['seq'][o])}: the self "
                    f"contribution is added through the atomic path (double counted){more}")
-            conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("self get", r), ("atomic add", o)),
                            key=(d["rank"], d["core"], d["seq"]), confidence=conf, extra={"gets": int(len(g))})

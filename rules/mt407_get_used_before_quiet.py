@@ -6,15 +6,17 @@ import numpy as np
 
 from ingest.contract import PipeEvent, PipeOp
 
-from . import _passes as P
-from ._groups import group_columns
+from . import _hits as H
 from ._jit import kernel
-from .analyses import hits_of
-from .base import Confidence, Family, Rule, Severity
+from .analysis import CoreScan, Stage
+from .analysis import codes as C
+from .analysis import regions as R
+from .analysis.groups import group_columns
+from .base import Confidence, Family, Rule, Severity, hits_of
 
-K_BEGIN, K_END, K_GET, K_QUIET, K_PIPE, K_WRITE = P.K_BEGIN, P.K_END, P.K_GET, P.K_QUIET, P.K_PIPE, P.K_WRITE
-K_SIGNAL, K_PUTSIG, K_BBEGIN, K_WBEGIN = P.K_SIGNAL, P.K_PUTSIG, P.K_BBEGIN, P.K_WBEGIN
-E_MTE, E_SDMA, E_UDMA, E_ROCE, E_ALL, NULL8 = P.E_MTE, P.E_SDMA, P.E_UDMA, P.E_ROCE, P.E_ALL, P.NULL8
+K_BEGIN, K_END, K_GET, K_QUIET, K_PIPE, K_WRITE = C.K_BEGIN, C.K_END, C.K_GET, C.K_QUIET, C.K_PIPE, C.K_WRITE
+K_SIGNAL, K_PUTSIG, K_BBEGIN, K_WBEGIN = C.K_SIGNAL, C.K_PUTSIG, C.K_BBEGIN, C.K_WBEGIN
+E_MTE, E_SDMA, E_UDMA, E_ROCE, E_ALL, NULL8 = C.E_MTE, C.E_SDMA, C.E_UDMA, C.E_ROCE, C.E_ALL, C.NULL8
 WAIT_FLAG, PIPE_BARRIER = int(PipeOp.WAIT_FLAG), int(PipeOp.PIPE_BARRIER)
 # Waits on an event an MTE pipe sets, and barriers of all pipes or MTE3: an MTE get has landed after them.
 EV_M3S, EV_M3M2, EV_M2S, EV_M2M3 = (int(e) for e in (PipeEvent.MTE3_S, PipeEvent.MTE3_MTE2, PipeEvent.MTE2_S,
@@ -135,7 +137,7 @@ class GetUsedBeforeQuiet(Rule):
     family = Family.MISSING_DRAIN
     severity = Severity.ERROR
     summary = "A get's destination used (write, refill, signal, barrier, kernel end) before its engine's quiet"
-    requires = ("order",)
+    requires = (Stage.CORE_SCAN,)
     # A non-MTE get inside an atomic-add window (MT702) refills its destination because the
     # kernel meant an inline reduce the engine does not have: that is the root.
     cites = ("MT702",)
@@ -148,13 +150,13 @@ class GetUsedBeforeQuiet(Rule):
         if not is_get.any():
             return
         dma = np.isin(engine, (E_MTE, E_SDMA, E_UDMA, E_ROCE))
-        tracked = is_get & dma & ~((engine == E_MTE) & (P.atomic_window(trace) >= 0))
-        reg = P.target_region(trace)
-        flaglike = P.region_table(trace)["flaglike"][np.where(reg >= 0, reg, 0)] & (reg >= 0)
+        tracked = is_get & dma & ~((engine == E_MTE) & (ctx.stage(CoreScan).atomic_window() >= 0))
+        reg = R.target_region(trace)
+        flaglike = R.region_table(trace)["flaglike"][np.where(reg >= 0, reg, 0)] & (reg >= 0)
         prev = _previous_same_destination(trace, np.flatnonzero(tracked))
-        use, wrong = P.rows_full(trace.n), P.rows_full(trace.n)
+        use, wrong = C.rows_full(trace.n), C.rows_full(trace.n)
         _scan(trace.segments, kind, trace["engine"], trace["peer"], trace["pipe_op"],
-              trace["event"], trace.key, P.extent(trace), tracked,
+              trace["event"], trace.key, R.extent(trace), tracked,
               ~flaglike, prev, use, wrong)
         gets = np.flatnonzero(use >= 0)
         if not len(gets):
@@ -191,12 +193,12 @@ class GetUsedBeforeQuiet(Rule):
                f"{d['region']}[{d['offset']}] into {d['local_region']}[{d['local_offset']}] at seq {d['seq']} "
                f"is used by the {what} at seq {du['seq']} before it completed; {why}: the data may not have "
                f"landed{more}")
-        conf = P.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+        conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
         pairs = [[int(seq[x]), int(seq[use[x]])] for x in gs[:_SHOW]]
         # A get into a destination it refills is legitimate in an atomic-add window: where the
         # launch's start is lost, the window's opening may be in the gap.
-        gap = P.core_gap(trace, d["rank"], d["core"], d["launch"])
-        weak = P.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
+        gap = H.core_gap(trace, d["rank"], d["core"], d["launch"])
+        weak = H.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
         return self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak,
                         caused_by=_bulk_atomic_cause(trace, g),
                         extra={"engine": d["engine"], "gets": int(len(gs)), "pairs": pairs})
@@ -212,7 +214,7 @@ def _bulk_atomic_cause(trace, g: int) -> tuple:
 
 def _previous_same_destination(trace, gets: np.ndarray) -> np.ndarray:
     """Per tracked get, the previous tracked get of its core into the same first word (-1: none)."""
-    prev = P.rows_full(trace.n)
+    prev = C.rows_full(trace.n)
     if len(gets) < 2:
         return prev
     rc = trace["rank"][gets].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"][gets].astype(np.int64)

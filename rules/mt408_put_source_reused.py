@@ -5,14 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from . import _engines as E
-from . import _passes as P
-from ._groups import group_columns
+from . import _hits as H
 from ._jit import kernel
+from .analysis import HappensBefore, Stage
+from .analysis import codes as C
+from .analysis import regions as R
+from .analysis.groups import group_columns
 from .base import Confidence, Family, Rule, Severity
 
-K_BEGIN, K_PUT, K_PUTSIG, K_GET, K_WRITE = P.K_BEGIN, P.K_PUT, P.K_PUTSIG, P.K_GET, P.K_WRITE
-K_SIGNAL, K_AMO = P.K_SIGNAL, P.K_AMO
-NULL16, NULL64 = P.NULL16, P.NULL64
+K_BEGIN, K_PUT, K_PUTSIG, K_GET, K_WRITE = C.K_BEGIN, C.K_PUT, C.K_PUTSIG, C.K_GET, C.K_WRITE
+K_SIGNAL, K_AMO = C.K_SIGNAL, C.K_AMO
+NULL16, NULL64 = C.NULL16, C.NULL64
 
 
 @kernel
@@ -109,11 +112,13 @@ class PutSourceReused(Rule):
     severity = Severity.ERROR
     summary = "A put's local source overwritten before the quiet that completes the put"
 
+    requires = (Stage.HAPPENS_BEFORE,)
+
     def check(self, trace, ctx):
         kind = trace["kind"]
         if trace.n == 0 or not ((kind == K_PUT) & (trace["local_region"] != NULL16)).any():
             return
-        rt = P.region_table(trace)
+        rt = R.region_table(trace)
         nreg = len(rt["elem_bytes"])
         lreg = trace["local_region"].astype(np.int64)
         sourced = (kind == K_PUT) & (lreg >= 0) & (lreg < nreg) & (trace["local_offset"] != NULL64)
@@ -126,15 +131,16 @@ class PutSourceReused(Rule):
         # What each row writes on its own rank: a write, a get's destination, a one-sided op to itself.
         selfward = np.isin(kind, (K_PUT, K_PUTSIG, K_SIGNAL, K_AMO)) & (trace["peer"] == trace["rank"])
         over = (kind == K_WRITE) | (kind == K_GET) | selfward
-        treg = np.where(over, P.target_region(trace).astype(np.int64), -1)
+        treg = np.where(over, R.target_region(trace).astype(np.int64), -1)
         tlo = np.where(kind == K_GET, trace["local_offset"], trace["offset"]).astype(np.int64)
-        thi = tlo + P.extent(trace)
-        cover = P.cover(trace, False)
-        out = P.rows_full(trace.n)
+        thi = tlo + R.extent(trace)
+        order = ctx.stage(HappensBefore)
+        cover = order.cover(False)
+        out = C.rows_full(trace.n)
         _same_core(trace.segments, kind, treg, tlo, thi, lreg, slo, shi, sourced, cover, out)
-        self._cross_core(trace, kind, sourced, lreg, slo, shi, treg, tlo, thi, out)
+        self._cross_core(trace, order, kind, sourced, lreg, slo, shi, treg, tlo, thi, out)
         rows = np.flatnonzero(out >= 0)
-        for g in P.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
+        for g in H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
             r, p = int(g[0]), int(out[g[0]])
             d, dp = trace.describe(r), trace.describe(p)
             where = d.get("local_region") if d["kind"] == "get" else d.get("region")
@@ -150,16 +156,16 @@ class PutSourceReused(Rule):
                    f"{dp['region']}[{dp['offset']}] at seq {dp['seq']} {why}: the peer may receive the new "
                    f"contents{more}")
             cores = sorted({(d["rank"], d["core"]), (dp["rank"], dp["core"])})
-            conf = P.confidence_for(trace, cores=cores) or Confidence.CERTAIN
+            conf = H.confidence_for(trace, cores=cores) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("overwrite", r), ("put", p)), key=(d["rank"], d["core"], d["seq"]),
                            confidence=conf, extra={"overwrites": int(len(g))})
 
     @staticmethod
-    def _cross_core(trace, kind, sourced, lreg, slo, shi, treg, tlo, thi, out):
+    def _cross_core(trace, order, kind, sourced, lreg, slo, shi, treg, tlo, thi, out):
         """Overwrites by another core of the put's rank that no barrier orders (fills ``out``)."""
         if int(trace.manifest.cores) < 2:
             return
-        _, phase = P.phases(trace)
+        phase = order.phase_core
         puts = np.flatnonzero(sourced)
         writes = np.flatnonzero((treg >= 0) & (out < 0))
         if not len(puts) or not len(writes):
@@ -167,7 +173,7 @@ class PutSourceReused(Rule):
         puts = puts[~_self_filled(trace, puts, lreg, np.flatnonzero(treg >= 0), treg)]
         if not len(puts):
             return
-        writes = writes[~E.flag_observed(trace)[writes]]
+        writes = writes[~E.flag_observed(trace, order)[writes]]
         rank, launch = trace["rank"].astype(np.int64), trace["launch"].astype(np.int64)
         both = np.concatenate((puts, writes))
         reg = np.concatenate((lreg[puts], treg[writes]))
@@ -178,7 +184,7 @@ class PutSourceReused(Rule):
         puts, pb, writes, wb = puts[po], pb[po], writes[wo], wb[wo]
         pmax = np.empty(len(puts), np.int64)
         _running_max(pb.astype(np.int64), shi[puts], pmax)
-        pcov = E.cover_phase(trace, puts)
+        pcov = E.cover_phase(order, puts)
         hit = np.full(len(writes), -1, np.int64)
         _cross_core(pb.astype(np.int64), slo[puts], shi[puts], pmax, trace["core"][puts].astype(np.int64),
                     phase[puts].astype(np.int64), pcov, wb.astype(np.int64), tlo[writes], thi[writes],

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _passes as P
+from ingest.contract import Kind
+
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -39,7 +41,6 @@ class InvalidExpertId(Rule):
     family = Family.INVALID_EXPERT_ID
     severity = Severity.ERROR
     summary = "Route to an expert outside [0, num_experts) that is not the sentinel"
-    requires = ("inference",)
     infers_from = ("params",)
 
     def check(self, trace, ctx):
@@ -49,9 +50,9 @@ class InvalidExpertId(Rule):
         # invalid: no expert numbering has one.
         ne = trace.manifest.num_experts
         sentinel = trace.manifest.param("expert_sentinel")
-        routes = np.flatnonzero(trace["kind"] == int(P.Kind.ROUTE))  # then their experts: no whole-trace copy
+        routes = np.flatnonzero(trace["kind"] == int(Kind.ROUTE))  # then their experts: no whole-trace copy
         expert = trace["expert"][routes].astype(np.int64)
-        bad = ((expert < 0) | (expert >= (2**62 if ne is None else int(ne)))) & (expert != P.NULL32)
+        bad = ((expert < 0) | (expert >= (2**62 if ne is None else int(ne)))) & (expert != C.NULL32)
         if sentinel is not None:
             bad &= expert != int(sentinel)
         allowed = "no sentinel" if sentinel is None else f"sentinel {sentinel}"

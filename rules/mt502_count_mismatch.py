@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.contract import Role
+from ingest.contract import Kind, Role
 
-from . import _passes as P
-from ._counts import raw_counts
-from ._groups import group_columns
-from ._kept import kept_counts
-from ._waitfor import analyze
-from ._waitfor_stale import not_reset
-from .base import Confidence, Family, Rule, Severity, hits_of
-
+from . import _hits as H
+from .analysis import Producers, Stage, WaitForGraph, WordTable, cached
+from .analysis.groups import group_columns
+from .base import Confidence, Family, Rule, RuleContext, Severity, hits_of
 
 _CAUSE_TEXT = {"MT202": "the receiver's counter was not reset after the previous launch",
                "MT404": "the sender's atomic count was relied on before its engine's quiet",
@@ -60,7 +56,7 @@ class CountMismatch(Rule):
     family = Family.INVALID_EXPERT_ID
     severity = Severity.ERROR
     summary = "Pairwise count mismatch: announced by rank i to j versus received by j from i"
-    requires = ("inference", "scan", "waitfor")
+    requires = (Stage.WORD_TABLE, Stage.PRODUCERS, Stage.WAIT_FOR)
     cites = ("MT101", "MT102", "MT105", "MT106", "MT202", "MT205", "MT404")
     infers_from = ("params",)
 
@@ -68,8 +64,8 @@ class CountMismatch(Rule):
         if trace.n == 0:
             return
         kind = trace["kind"]
-        ra = np.flatnonzero(kind == int(P.Kind.COUNT))
-        rb = np.flatnonzero(kind == int(P.Kind.DELIVER))
+        ra = np.flatnonzero(kind == int(Kind.COUNT))
+        rb = np.flatnonzero(kind == int(Kind.DELIVER))
         if not len(ra) and not len(rb):
             return
         # Gather the count / deliver rows first, then widen: no int64 copies of the whole trace.
@@ -96,7 +92,7 @@ class CountMismatch(Rule):
             a, b = int(last_a[gi]), int(last_b[gi])
             conf = Confidence.CERTAIN
             # One side recorded nothing: an absence, which a lost ring part or dump may explain.
-            gap = None if a >= 0 and b >= 0 else P.launch_gap(trace, [j if a >= 0 else i], L)
+            gap = None if a >= 0 and b >= 0 else H.launch_gap(trace, [j if a >= 0 else i], L)
             if a >= 0 and b >= 0:
                 said = f"rank {i} announced {int(va[gi])} rows to rank {j} (seq {int(trace['seq'][a])})"
                 heard = f"rank {j} received requested={int(vb[gi])} from rank {i} (seq {int(trace['seq'][b])})"
@@ -123,10 +119,10 @@ class CountMismatch(Rule):
             msg = f"launch {L} local expert {e}: {said}, but {heard}"
             # Not a root of its own when the receiver's counter was never reset, or a copy meant
             # for another peer landed here: the count then differs by what those left behind.
-            causes = _count_causes(trace, L, i, j, silent=None if a >= 0 and b >= 0 else (j if a >= 0 else i))
+            causes = _count_causes(trace, ctx, L, i, j, silent=None if a >= 0 and b >= 0 else (j if a >= 0 else i))
             if causes:
                 msg += " (" + "; ".join(_CAUSE_TEXT[c] for c in dict.fromkeys(c for c, _ in causes)) + ")"
-            weak = P.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
+            weak = H.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
             yield self.hit(rows=rows, caused_by=causes, **weak,
                            key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
                            extra={"launch": L, "sender": i, "receiver": j, "local_expert": e,
@@ -134,27 +130,29 @@ class CountMismatch(Rule):
                                   "requested": int(vb[gi]) if b >= 0 else None})
 
 
-def _count_causes(trace, launch: int, sender: int, receiver: int, silent: int | None = None) -> tuple:
+def _count_causes(trace, ctx: RuleContext, launch: int, sender: int, receiver: int,
+                  silent: int | None = None) -> tuple:
     """Causes of a count mismatch from ``sender`` to ``receiver`` in ``launch``: the receiver's
     counter left unreset by the launch before (MT202), the sender's writes that the wait-for
     analysis found misdirected to the receiver in that launch (MT105, a copy meant for another
     peer), and where one side recorded nothing (``silent``), that rank's stuck waits of the
     launch: it never got as far as its delivery (or count), the hang explains it."""
-    ix = _cause_index(trace)
+    producers = ctx.stage(Producers)
+    ix = _cause_index(trace, ctx.stage(WaitForGraph), ctx.stage(WordTable))
     regions = trace.manifest.regions
     stale = ix["stale"].get((receiver, launch - 1), [])
     counters = [k for k in stale if regions[k[1]].role == Role.COUNTER]
-    out = [("MT202", not_reset(trace)[k][0]) for k in (counters or stale)]
+    out = [("MT202", ctx.stage(WordTable).not_reset()[k][0]) for k in (counters or stale)]
     out += [("MT105", key) for key in ix["wrong"].get((sender, receiver, launch), [])]
     # The sender's UDMA/RoCE atomics to the receiver, relied on before their quiet: the receiver
     # read its count before the add landed (MT404's hits of this run).
     out += [("MT404", key) for key, peers in ix["mt404"].get((sender, launch), []) if receiver in peers]
     # The sender stored its counts to the receiver raw where they are encoded (MT106's hits).
-    raw = raw_counts(trace).rows
+    raw = producers.raw_counts().rows
     raw = raw[(trace["rank"][raw] == sender) & (trace["peer"][raw] == receiver) & (trace["launch"][raw] == launch)]
     out += [("MT106", (int(trace["rank"][r]), int(trace["core"][r]), int(trace["seq"][r]))) for r in raw[:4]]
     # The receiver's count words entered the launch holding an earlier count (MT205's hits).
-    for row, k in sorted(kept_counts(trace).items()):
+    for row, k in sorted(producers.kept_counts().items()):
         if int(trace["rank"][row]) == receiver and k.launch == launch:
             out.append(("MT205", (receiver, int(trace["core"][row]), int(trace["seq"][row]))))
             break
@@ -163,14 +161,13 @@ def _count_causes(trace, launch: int, sender: int, receiver: int, silent: int | 
     return tuple(dict.fromkeys(out))
 
 
-def _cause_index(trace) -> dict:
+def _cause_index(trace, wf: WaitForGraph, words: WordTable) -> dict:
     """What ``_count_causes`` looks up, by its (rank, launch) keys, each list in the order of its
     source: built once per view, not scanned per mismatch (a trace can have millions)."""
     def build():
-        wf = analyze(trace)
         tb = wf.builder.tables
         ix: dict = {"stale": {}, "wrong": {}, "mt404": {}, "nodes": {}}
-        for k in not_reset(trace):
+        for k in words.not_reset():
             ix["stale"].setdefault((k[0], k[2]), []).append(k)
         for key, entry in sorted(wf.wrong.items()):
             i = entry["write"]
@@ -182,4 +179,4 @@ def _cause_index(trace) -> dict:
         for n in wf.nodes:
             ix["nodes"].setdefault((n.rank, n.launch), []).append(n.ref)
         return ix
-    return P.cached(trace, "mt502_cause_index", build)
+    return cached(trace, "mt502_cause_index", build)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from . import _passes as P
+from . import _hits as H
 from ._races import race_hits
+from .analysis import Stage, WordTable
 from .base import Family, Rule, Severity
 
 
@@ -50,13 +51,13 @@ class MissingPreBarrier(Rule):
     family = Family.DATA_RACE
     severity = Severity.ERROR
     summary = "Get of a peer's symmetric memory not ordered after the peer's write of it (missing pre barrier)"
-    requires = ("order",)
+    requires = (Stage.WORD_TABLE,)
 
     def check(self, trace, ctx):
         def describe(r, w, _before, d, dw):
             return (f"rank {d['rank']} core {d['core']} launch {d['launch']}: get from rank {d['peer']} "
                     f"{d['region']}[{d['offset']}] ({d['nbytes']} B) at seq {d['seq']} is not ordered after "
-                    f"{P.ev(trace, w)}'s {dw['kind']} of those words ({dw.get('nbytes')} B at offset {dw['offset']}): "
+                    f"{H.ev(trace, w)}'s {dw['kind']} of those words ({dw.get('nbytes')} B at offset {dw['offset']}): "
                     f"no barrier between them and no flag the reader saw set after the write; the get can read "
                     f"the old contents")
-        yield from race_hits(self, trace, False, describe)
+        yield from race_hits(self, trace, ctx.stage(WordTable), False, describe)

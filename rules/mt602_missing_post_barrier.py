@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from . import _passes as P
+from . import _hits as H
 from ._races import race_hits
+from .analysis import Stage, WordTable
 from .base import Family, Rule, Severity
 
 
@@ -41,13 +42,13 @@ class MissingPostBarrier(Rule):
     family = Family.DATA_RACE
     severity = Severity.ERROR
     summary = "Workspace overwritten while a peer's read of it is not ordered before (missing post barrier)"
-    requires = ("order",)
+    requires = (Stage.WORD_TABLE,)
 
     def check(self, trace, ctx):
         def describe(r, w, before, d, dw):
             return (f"rank {d['rank']} core {d['core']} launch {d['launch']}: get from rank {d['peer']} "
                     f"{d['region']}[{d['offset']}] ({d['nbytes']} B) at seq {d['seq']} reads what "
-                    f"{P.ev(trace, before)} wrote, but {P.ev(trace, w)}'s {dw['kind']} of those words is not "
+                    f"{H.ev(trace, before)} wrote, but {H.ev(trace, w)}'s {dw['kind']} of those words is not "
                     f"ordered after the read completes: no barrier between them; the words can be overwritten "
                     f"while the peer still reads them")
-        yield from race_hits(self, trace, True, describe)
+        yield from race_hits(self, trace, ctx.stage(WordTable), True, describe)

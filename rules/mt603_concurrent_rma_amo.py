@@ -5,14 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from . import _engines as E
-from . import _passes as P
-from ._groups import group_columns
+from . import _hits as H
 from ._jit import kernel
+from .analysis import HappensBefore, Stage
+from .analysis import codes as C
+from .analysis.groups import group_columns
 from .base import Confidence, Family, Rule, Severity
 
-K_BEGIN, K_QUIET, K_AMO = P.K_BEGIN, P.K_QUIET, P.K_AMO
-K_PUT, K_GET, K_PUTSIG = P.K_PUT, P.K_GET, P.K_PUTSIG
-E_UDMA, E_ROCE, E_ALL, NE, NULL8 = P.E_UDMA, P.E_ROCE, P.E_ALL, P.N_ENGINES, P.NULL8
+K_BEGIN, K_QUIET, K_AMO = C.K_BEGIN, C.K_QUIET, C.K_AMO
+K_PUT, K_GET, K_PUTSIG = C.K_PUT, C.K_GET, C.K_PUTSIG
+E_UDMA, E_ROCE, E_ALL, NE, NULL8 = C.E_UDMA, C.E_ROCE, C.E_ALL, C.N_ENGINES, C.NULL8
 
 
 @kernel
@@ -113,16 +115,18 @@ class ConcurrentRmaAmo(Rule):
     severity = Severity.ERROR
     summary = "AMO and put/get to one PE outstanding together on UDMA/RoCE (not supported)"
 
+    requires = (Stage.HAPPENS_BEFORE,)
+
     def check(self, trace, ctx):
         if trace.n == 0:
             return
         transport, _ = E.amo_transport(trace)
-        out = P.rows_full(trace.n)
+        out = C.rows_full(trace.n)
         _scan(trace.segments, trace["kind"], transport.astype(np.int8), trace["peer"], int(trace.manifest.ranks), out)
         if int(trace.manifest.cores) > 1:
-            self._across_cores(trace, transport, out)
+            self._across_cores(trace, ctx.stage(HappensBefore), transport, out)
         rows = np.flatnonzero(out >= 0)
-        for g in P.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
+        for g in H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
             r, o = int(g[0]), int(out[g[0]])
             d, do = trace.describe(r), trace.describe(o)
             eng = E.Engine(int(transport[r])).wire
@@ -135,37 +139,37 @@ class ConcurrentRmaAmo(Rule):
                    f"PE at seq {do['seq']} is still outstanding ({between}): {eng} does not support "
                    f"concurrent RMA and AMO to one PE{more}")
             cores = sorted({(d["rank"], d["core"]), (do["rank"], do["core"])})
-            conf = P.confidence_for(trace, cores=cores) or Confidence.CERTAIN
+            conf = H.confidence_for(trace, cores=cores) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("issued", r), ("outstanding", o)), key=(d["rank"], d["core"], d["seq"]),
                            confidence=conf, extra={"operations": int(len(g))})
 
     @staticmethod
-    def _across_cores(trace, transport, out):
+    def _across_cores(trace, hb, transport, out):
         """An amo and another core's put/get to one PE and engine that no barrier orders (fills ``out``)."""
         kind, peer = trace["kind"], trace["peer"].astype(np.int64)
         onesided = (np.isin(kind, (K_AMO, K_PUT, K_GET, K_PUTSIG)) & ((transport == E_UDMA) | (transport == E_ROCE))
                     & (peer >= 0) & (peer < int(trace.manifest.ranks)))
         if not (onesided & (kind == K_AMO)).any():
             return
-        onesided &= ~E.flag_observed(trace)
+        onesided &= ~E.flag_observed(trace, hb)
         amo = np.flatnonzero(onesided & (kind == K_AMO) & (out < 0))
         rma = np.flatnonzero(onesided & (kind != K_AMO))
         if not len(amo) or not len(rma):
             return
-        phase = P.phases(trace)[1].astype(np.int64)
+        phase = hb.phase_core.astype(np.int64)
         both = np.concatenate((amo, rma))
         ident = [trace["rank"][both], trace["launch"][both], transport[both], peer[both]]
         bucket = group_columns([np.asarray(c, np.int64) for c in ident]).inverse.astype(np.int64)
         ab, rb = bucket[:len(amo)], bucket[len(amo):]
         order = np.lexsort((phase[rma], rb))
         rma, rb = rma[order], rb[order]
-        rcov = E.cover_phase(trace, rma)
+        rcov = E.cover_phase(hb, rma)
         n = len(rma)
         b1, c1, r1, b2, r2 = (np.empty(n, np.int64) for _ in range(5))
         _prefix_best(rb, trace["core"][rma].astype(np.int64), rcov, b1, c1, r1, b2, r2)
         # The RMAs of the amo's bucket issued no later (in phases) than the amo's quiet: a prefix.
         span = max(int(phase.max()) + 2, 2)
-        acov = np.minimum(E.cover_phase(trace, amo), span - 1)
+        acov = np.minimum(E.cover_phase(hb, amo), span - 1)
         k = np.searchsorted(rb * span + phase[rma], ab * span + acov, side="right") - 1
         ok = k >= 0
         ok[ok] = rb[k[ok]] == ab[ok]

@@ -11,12 +11,15 @@ import numpy as np
 
 from ingest.contract import Role
 
-from . import _passes as P
-from ._groups import group_columns
+from . import _hits as H
 from ._jit import kernel
+from .analysis import CoreScan, HappensBefore, Stage
+from .analysis import codes as C
+from .analysis import regions as R
+from .analysis.groups import group_columns
 from .base import Confidence, Family, Rule, Severity
 
-K_WRITE, K_GET, K_PUT, K_PUTSIG = P.K_WRITE, P.K_GET, P.K_PUT, P.K_PUTSIG
+K_WRITE, K_GET, K_PUT, K_PUTSIG = C.K_WRITE, C.K_GET, C.K_PUT, C.K_PUTSIG
 
 
 @kernel
@@ -95,26 +98,26 @@ class OverlappingOutputWrites(Rule):
     family = Family.DATA_RACE
     severity = Severity.ERROR
     summary = "Two cores of a rank write the same output element in a launch without atomic mode"
-    requires = ("order",)
+    requires = (Stage.CORE_SCAN, Stage.HAPPENS_BEFORE)
 
     def check(self, trace, ctx):
         if trace.n == 0:
             return
         kind = trace["kind"]
-        reg = P.target_region(trace)
+        reg = R.target_region(trace)
         cand = np.empty(trace.n, np.bool_)
-        _candidates(kind, reg, P.region_table(trace)["role"] == int(Role.OUTPUT), P.atomic_window(trace), cand)
+        _candidates(kind, reg, R.region_table(trace)["role"] == int(Role.OUTPUT), ctx.stage(CoreScan).atomic_window(), cand)
         rows = np.flatnonzero(cand)
         del cand
         if len(rows) < 2:
             return
-        _, phase_core = P.phases(trace)
+        phase_core = ctx.stage(HappensBefore).phase_core
         launch = trace["launch"][rows].astype(np.int64)
         rank = trace["rank"][rows].astype(np.int64)
         core = trace["core"][rows].astype(np.int64)
         phase = phase_core[rows].astype(np.int64)
         start = trace.key[rows]
-        end = start + P.extent(trace)[rows]
+        end = start + R.extent(trace)[rows]
         group = _group(launch, rank, phase)
         order = np.lexsort((rows, start, group))
         hit = np.full(len(rows), -1, np.int64)
@@ -131,10 +134,10 @@ class OverlappingOutputWrites(Rule):
             hi = min(int(end[order[i]]), int(end[order[hit[i]]]))
             owner, region, off = trace.decode_key(lo)
             msg = (f"rank {d['rank']} launch {d['launch']}: cores {do['core']} (seq {do['seq']}, {do['kind']}) and "
-                   f"{d['core']} (seq {d['seq']}, {d['kind']}) both write {P.region_name(trace, region)}"
+                   f"{d['core']} (seq {d['seq']}, {d['kind']}) both write {H.region_name(trace, region)}"
                    f"[{off}:{off + hi - lo}] of rank {owner} with no atomic mode and no barrier between them: "
                    f"the later write overwrites the other core's result")
-            conf = P.confidence_for(trace, ranks=[d["rank"]]) or Confidence.CERTAIN
+            conf = H.confidence_for(trace, ranks=[d["rank"]]) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("write", r), ("overlapping write", o)),
                            key=(d["rank"], d["core"], d["seq"]), confidence=conf,
                            extra={"elements": hi - lo, "cores": sorted((d["core"], do["core"]))})

@@ -7,7 +7,7 @@ import numpy as np
 from ingest.contract import DType
 
 from . import _engines as E
-from . import _passes as P
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -55,10 +55,10 @@ class FloatAtomicOverRoce(Rule):
         if trace.n == 0:
             return
         transport, mapped = E.amo_transport(trace)
-        roce = (trace["kind"] == P.K_AMO) & (transport == P.E_ROCE)
+        roce = (trace["kind"] == C.K_AMO) & (transport == C.E_ROCE)
         certain = roce & (trace["dtype"] == int(DType.FLOAT))
         # An undeclared type on 1- or 2-byte elements is an MTE-only one: MT703's, not a float.
-        unknown = roce & (trace["dtype"] == P.NULL8) & E.aborted_at(trace) & ~E.undeclared_width(trace, E.MTE_ONLY)
+        unknown = roce & (trace["dtype"] == C.NULL8) & E.aborted_at(trace) & ~E.undeclared_width(trace, E.MTE_ONLY)
         rows = np.flatnonzero(certain | unknown)
 
         def describe(r, d):

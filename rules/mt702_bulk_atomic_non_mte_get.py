@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _engines as E
-from . import _passes as P
+from .analysis import CoreScan, Stage
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -40,15 +41,15 @@ class BulkAtomicNonMteGet(Rule):
     family = Family.ENGINE_LIMIT
     severity = Severity.ERROR
     summary = "SDMA/UDMA/RoCE get inside an atomic-add window: no inline reduce on that engine"
-    requires = ("order",)
+    requires = (Stage.CORE_SCAN,)
 
     def check(self, trace, ctx):
         if trace.n == 0:
             return
         eng = trace["engine"]
-        win = P.atomic_window(trace)
-        rows = np.flatnonzero((trace["kind"] == P.K_GET) & (win >= 0)
-                              & ((eng == P.E_SDMA) | (eng == P.E_UDMA) | (eng == P.E_ROCE)))
+        win = ctx.stage(CoreScan).atomic_window()
+        rows = np.flatnonzero((trace["kind"] == C.K_GET) & (win >= 0)
+                              & ((eng == C.E_SDMA) | (eng == C.E_UDMA) | (eng == C.E_ROCE)))
 
         def describe(r, d):
             return (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['engine']} get from rank "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _engines as E
-from . import _passes as P
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -52,11 +52,11 @@ class MteOnlyAtomicType(Rule):
         if trace.n == 0:
             return
         transport, mapped = E.amo_transport(trace)
-        amo = trace["kind"] == P.K_AMO
-        off_mte = amo & (transport != P.E_MTE) & (transport >= 0)
+        amo = trace["kind"] == C.K_AMO
+        off_mte = amo & (transport != C.E_MTE) & (transport >= 0)
         certain = off_mte & E.dtype_in(trace, E.MTE_ONLY)
         by_width = off_mte & E.undeclared_width(trace, E.MTE_ONLY)
-        unknown = amo & (transport == P.E_UDMA) & (trace["dtype"] == P.NULL8) & E.aborted_at(trace)
+        unknown = amo & (transport == C.E_UDMA) & (trace["dtype"] == C.NULL8) & E.aborted_at(trace)
         rows = np.flatnonzero(certain | by_width | unknown)
 
         def describe(r, d):

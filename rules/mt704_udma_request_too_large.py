@@ -7,7 +7,7 @@ import numpy as np
 from ingest.contract import Kind
 
 from . import _engines as E
-from . import _passes as P
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
 _KINDS = np.array([int(Kind.PUT), int(Kind.GET), int(Kind.PUT_SIGNAL)], np.int8)
@@ -48,7 +48,7 @@ class UdmaRequestTooLarge(Rule):
         if trace.n == 0:
             return
         limit = int(ctx.option("max_bytes", self.options["max_bytes"]))
-        rows = np.flatnonzero(np.isin(trace["kind"], _KINDS) & (trace["engine"] == P.E_UDMA)
+        rows = np.flatnonzero(np.isin(trace["kind"], _KINDS) & (trace["engine"] == C.E_UDMA)
                               & (trace["nbytes"] > limit))
 
         def describe(r, d):

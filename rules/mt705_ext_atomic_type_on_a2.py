@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _engines as E
-from . import _passes as P
+from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -57,12 +57,12 @@ class ExtAtomicTypeOnA2(Rule):
         if trace.n == 0 or (platform is not None and platform not in E.PLATFORMS_WITHOUT_EXT):
             return
         transport, mapped = E.amo_transport(trace)
-        mte = (trace["kind"] == P.K_AMO) & (transport == P.E_MTE)
+        mte = (trace["kind"] == C.K_AMO) & (transport == C.E_MTE)
         ext = E.dtype_in(trace, E.EXT_TYPES)
         certain = mte & ext if platform is not None else np.zeros(trace.n, bool)
         # No dtype: 8-byte elements are int64 or uint64 (both Ascend950-only); 1- or 2-byte ones none of the three.
         by_width = mte & E.undeclared_width(trace, E.EXT_TYPES) if platform is not None else np.zeros(trace.n, bool)
-        unknown = (mte & ~certain & ~by_width & (ext | (trace["dtype"] == P.NULL8)) & E.aborted_at(trace)
+        unknown = (mte & ~certain & ~by_width & (ext | (trace["dtype"] == C.NULL8)) & E.aborted_at(trace)
                    & ~E.undeclared_width(trace, E.EXT_TYPES, every=False))
         rows = np.flatnonzero(certain | by_width | unknown)
 

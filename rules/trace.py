@@ -16,11 +16,20 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ingest.contract import COLUMN, COLUMNS, COMMON_OPTIONAL, ENVELOPE, FIELDS, REMOTE_WRITE_KINDS, Kind, _Named
+from ingest.contract import (
+    COLUMN,
+    COLUMNS,
+    COMMON_OPTIONAL,
+    ENVELOPE,
+    FIELDS,
+    REMOTE_WRITE_KINDS,
+    Kind,
+    _Named,
+)
 from ingest.dataset import Dataset
 
-from ._groups import group_columns
 from ._jit import kernel
+from .analysis.groups import group_columns
 
 
 class TraceView:
@@ -30,10 +39,10 @@ class TraceView:
         self.declared = dataset.manifest  # as the user wrote it
         self.report = dataset.report
         self._cols: dict[str, np.ndarray] = {}
-        from .analyses import Options
+        from .analysis import Options
 
-        self.options = Options()  # the shared analyses' options; rules.analyses.run sets the user's
-        self.hits: dict[str, list] = {}  # each rule's hits in this run, by code (rules.analyses.hits_of)
+        self.options = Options()  # the shared analyses' options; rules.runner.run sets the user's
+        self.hits: dict[str, list] = {}  # each rule's hits in this run, by code (rules.base.hits_of)
 
     @classmethod
     def open(cls, path) -> "TraceView":
@@ -89,8 +98,8 @@ class TraceView:
     # ---- the manifest the rules use -----------------------------------------
     @cached_property
     def inference(self):
-        """The declared manifest with what it leaves out inferred from the trace (``rules.infer``)."""
-        from .infer import infer
+        """The declared manifest with what it leaves out inferred from the trace (``rules.analysis.inference``)."""
+        from .analysis.inference import infer
 
         return infer(self)
 

@@ -17,17 +17,17 @@ import subprocess
 import sys
 
 from _boundscheck import ROOT, boundscheck_env
-from test_rule_fixtures import FIXTURES, _cases
+from _rule_cases import all_fixtures, cases, rule_codes
 
 
 def _subset() -> list[str]:
-    """Per rule, its first fire and first quiet fixture (as test_rule_fixtures ids)."""
+    """Per rule, its first fire and first quiet case (as test_rule_fixtures ids)."""
     ids = []
-    for rule in sorted(d for d in FIXTURES.iterdir() if d.is_dir()):
+    for code in rule_codes():
         for prefix in ("fire_", "quiet_"):
-            first = next((d for d in sorted(rule.iterdir()) if d.is_dir() and d.name.startswith(prefix)), None)
+            first = next((name for name in sorted(cases(code)) if name.startswith(prefix)), None)
             if first is not None:
-                ids.append(f"{rule.name}/{first.name}")
+                ids.append(f"{code}/{first}")
     return ids
 
 
@@ -40,5 +40,5 @@ def test_rule_fixtures_under_boundscheck():
                          env=boundscheck_env(), cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     # The probe ran, and every selected fixture: nothing deselected or skipped.
-    want = 1 + (len(list(_cases())) if every else len(tests))
+    want = 1 + (len(all_fixtures()) if every else len(tests))
     assert f"{want} passed" in res.stdout, res.stdout[-2000:]

@@ -1,11 +1,11 @@
-"""rules._groups against the numpy forms they replace (np.unique(axis=1); inverse, argsort, split)."""
+"""rules.analysis.groups against the numpy forms they replace (np.unique(axis=1); inverse, argsort, split)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rules._groups import group_columns, split_groups
+from rules.analysis.groups import group_columns, split_groups
 
 
 def _cols(seed: int, wide: bool):

@@ -1,4 +1,4 @@
-"""Inference of what a bare manifest leaves out (rules.infer).
+"""Inference of what a bare manifest leaves out (rules.analysis.inference).
 
 The simulator states every annotation of its windows; stripped to the
 contract's required fields (bench/_accuracy_lib.make_bare), the trace alone

@@ -94,3 +94,33 @@ def test_no_rule_imports_another_rule():
     graph = _module_deps("rules")
     rules = [m for m in graph if m.split(".")[-1].startswith("mt")]
     assert not [(m, d) for m in rules for d in graph[m] if d in rules], "a rule imports another rule's module"
+
+
+def test_rules_import_only_the_public_analysis():
+    """A rule reads the shared analyses through their stage results (``rules.analysis`` and its
+    public modules: ``codes``, ``regions``, ``groups``, the stage modules), never a private module
+    of ``rules/analysis/`` (one whose name starts with ``_``)."""
+    graph = _module_deps("rules")
+    rule_modules = [m for m in graph if m.split(".")[-1].startswith("mt")]
+    private = [(m, d) for m in rule_modules for d in graph[m]
+               if d.startswith("rules.analysis.") and d.split(".")[-1].startswith("_")]
+    assert not private, "\n".join(f"{m} imports {d}" for m, d in private)
+
+
+def test_analyses_never_import_a_rule():
+    """rules/analysis/ sits below the rules: no analysis module imports a rule's module or the runner."""
+    graph = _module_deps("rules")
+    above = {m for m in graph if m.split(".")[-1].startswith("mt")} | {"rules.runner"}
+    bad = [(m, d) for m in graph if m.startswith("rules.analysis") for d in graph[m] if d in above]
+    assert not bad, "\n".join(f"{m} imports {d}" for m, d in bad)
+
+
+def test_every_stage_result_is_frozen():
+    import dataclasses
+
+    from rules.analysis import RESULTS, Stage
+
+    assert set(RESULTS) == set(Stage)
+    for stage, (result, _) in RESULTS.items():
+        assert dataclasses.is_dataclass(result) and result.__dataclass_params__.frozen, result
+        assert result.stage is stage, result

@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 
 from ingest.contract import Engine, Kind, Op, PipeEvent, PipeOp, Scope
-from rules import _passes as P
-from rules import _unfenced as U
-from rules import _words as W
 from rules import mt402_atomic_none_undrained as m402
 from rules import mt404_amo_used_before_quiet as m404
-from rules import mt604_overlapping_output_writes as m604
 from rules import mt407_get_used_before_quiet as m407
+from rules import mt604_overlapping_output_writes as m604
+from rules.analysis import _passes as P
+from rules.analysis import _unfenced as U
+from rules.analysis import _words as W
+from rules.analysis import codes as C
 
 NRANKS = 4
 
@@ -22,8 +23,8 @@ def _trace(seed, n=400):
     kinds = np.array([int(k) for k in Kind], np.int8)
     a = {
         "kind": rng.choice(kinds, n).astype(np.int8),
-        "engine": rng.choice(np.array([int(e) for e in Engine] + [P.NULL8], np.int8), n),
-        "peer": rng.choice(np.array(list(range(NRANKS)) + [P.NULL16], np.int16), n),
+        "engine": rng.choice(np.array([int(e) for e in Engine] + [C.NULL8], np.int8), n),
+        "peer": rng.choice(np.array(list(range(NRANKS)) + [C.NULL16], np.int16), n),
         "op": rng.choice(np.array([int(o) for o in Op], np.int8), n),
         "scope": rng.choice(np.array([int(s) for s in Scope], np.int8), n),
         "pipe_op": rng.choice(np.array([int(p) for p in PipeOp], np.int8), n),
@@ -59,14 +60,14 @@ def test_kernels_match_py_func(seed):
         _both(P._cover_kernel, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], fences, NRANKS)
     _both(P._atomic_kernel, _full(n), a["seg"], a["kind"], a["op"])
     _both(P._wait_kernel, _full(n, 2), a["seg"], a["kind"])
-    ordered = np.zeros(P.N_ENGINES, bool)
+    ordered = np.zeros(C.N_ENGINES, bool)
     ordered[int(Engine.ROCE)] = True
     _both(U._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS)
     _both(U._put_flag, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS)
     rng = np.random.default_rng(seed)
     prev = np.where(rng.random(n) < 0.3, rng.integers(0, n, n), -1).astype(np.int64)
     dext = rng.integers(1, 4, n).astype(np.int64)
-    tracked = (a["kind"] == P.K_GET) & (rng.random(n) < 0.8)
+    tracked = (a["kind"] == C.K_GET) & (rng.random(n) < 0.8)
     _both(m407._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["peer"], a["pipe_op"],
           a["event"].astype(np.int64), a["key"], dext, tracked, a["flag"], prev)
     _both(m402._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["op"], a["pipe_op"], a["event"])
@@ -88,8 +89,8 @@ def test_sweep_and_simulate_match_py_func(seed):
     launch = rng.integers(0, 3, m).astype(np.int64)
     order = np.lexsort((launch, key))
     key, launch = key[order], launch[order]
-    op = rng.choice(np.array([P.OP_SET, P.OP_ADD], np.int64), m)
-    value = np.where(rng.random(m) < 0.1, P.NULL64, rng.integers(-3, 9, m)).astype(np.int64)
+    op = rng.choice(np.array([C.OP_SET, C.OP_ADD], np.int64), m)
+    value = np.where(rng.random(m) < 0.1, C.NULL64, rng.integers(-3, 9, m)).astype(np.int64)
     init = rng.integers(-1, 2, m).astype(np.int64)
     known = rng.random(m) < 0.5
     _both(W._simulate, lambda: (np.zeros(m, np.int64), np.zeros(m, bool)), key, launch, op, value, init, known)
@@ -110,7 +111,7 @@ def test_put_flag_agrees_with_flag_hits(seed):
     """A put maps to a flag write exactly when that flag write is an MT401 hit (MT202 cites its key)."""
     a = _trace(seed, 2000)
     n = len(a["kind"])
-    ordered = np.zeros(P.N_ENGINES, bool)
+    ordered = np.zeros(C.N_ENGINES, bool)
     hit_put, hit_q = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
     U._scan(a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS, hit_put, hit_q)
     pf = np.full(n, -1, np.int64)

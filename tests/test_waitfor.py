@@ -7,16 +7,21 @@ from pathlib import Path
 
 import pytest
 
+from _rule_cases import FIXTURES as FIX
+from _rule_cases import fixture_input
 from ingest.run import ingest
-from rules import Confidence, RuleContext, registry
-from rules._waitfor import analyze
+from rules import Confidence, registry
+from rules.analysis.wait_for import wait_for as analyze
+from rules.runner import check_one
 from rules.trace import TraceView
 
-FIX = Path(__file__).parent / "fixtures" / "rules"
 
 
 def open_fixture(path: Path, tmp_path: Path, lost: dict | None = None) -> TraceView:
+    """The trace of a rule fixture (its manifest may be a shared one) or of a directory write_trace made."""
     out = tmp_path / "ds"
+    if not (path / "manifest.json").is_file():
+        path = fixture_input(path, tmp_path / "input")
     ingest([path], out)
     if lost:  # stand-in for a ring wrap: the report's per-core lost counts
         rep_path = out / "ingest.json"
@@ -42,7 +47,7 @@ def write_trace(d: Path, manifest: dict, cores: dict) -> Path:
 
 
 def hits(trace, code):
-    return list(registry()[code]().check(trace, RuleContext()))
+    return check_one(registry()[code], trace)
 
 
 def row_of(trace, key):

@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 from ingest.run import ingest
-from rules import _words as W
-from rules._waitfor_tables import Tables
-from rules._words_table import widest
+from rules.analysis import _words as W
+from rules.analysis._waitfor_tables import Tables
+from rules.analysis._words_table import widest
 from rules.trace import TraceView
 
 HUGE = 1 << 40  # the largest region ingest takes

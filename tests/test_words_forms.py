@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rules import _words as W
-from rules import _words_packed as WP
+from _rule_cases import FIXTURES, fixture_input
+from rules.analysis import _words as W
+from rules.analysis import _words_packed as WP
 from rules.trace import TraceView
 
-FIXTURES = Path(__file__).parent / "fixtures" / "rules"
 FIELDS = ("row", "region", "phase", "op", "value", "after", "last", "ck", "kind")
 
 
@@ -30,7 +30,7 @@ def _assert_packed_is_lexsort(fixture: Path, tmp_path: Path) -> None:
     """The packed word table of ``fixture``'s trace equals the general (lexsort) one, field by field."""
     from ingest.run import ingest
 
-    ingest([fixture], tmp_path / "ds")
+    ingest([fixture_input(fixture, tmp_path / "input")], tmp_path / "ds")
     trace = TraceView.open(tmp_path / "ds")
     packed, general = WP.build_packed(trace), W._build_lexsort(trace)
     if packed is None:  # nothing flag-like written: the general form is empty too

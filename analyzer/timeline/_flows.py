@@ -2,7 +2,7 @@
 
 Release flows are found by data, never by time: a wait_end observed value v
 on its word (owner = the waiting rank, region, offset); the word table
-(``rules._words``: every write into a flag-like word, with the word's
+(``rules.analysis.word_table``: every write into a flag-like word, with the word's
 simulated value after it) names the write that left v there: the first of
 that launch to leave v; else the first whose value satisfies the wait's
 comparison; else the last of an earlier launch to leave v (a stale value);
@@ -36,14 +36,14 @@ MATCHED_BY = {1: "value", 2: "cmp", 3: "stale value", 4: "first write of the lau
 def release_pairs(trace, drawn: np.ndarray) -> list[tuple[int, int, dict]]:
     """(write row, wait_end row, args) for each drawn wait_end whose releasing write the data names."""
     from ingest.contract import Kind
-    from rules import _passes as P
-    from rules._words import words
+    from rules.analysis.core_scan import core_scan
+    from rules.analysis.word_table import word_table
 
     kind = trace["kind"]
     ends = drawn[kind[drawn] == Kind.WAIT_END]
     if not len(ends):
         return []
-    _, e2b = P.wait_pairs(trace)
+    _, e2b = core_scan(trace).wait_pairs()
     ends = ends[e2b[ends] >= 0]
     begins = e2b[ends].astype(np.int64)
     nw = trace["words"][begins].astype(np.int64)
@@ -52,7 +52,7 @@ def release_pairs(trace, drawn: np.ndarray) -> list[tuple[int, int, dict]]:
     wait = np.repeat(np.arange(len(ends)), nw)
     word = np.arange(len(wait)) - np.repeat(np.cumsum(nw) - nw, nw)
     key = trace.key[begins][wait] + word
-    w = words(trace)
+    w = word_table(trace).table
     launch = trace["launch"][ends][wait].astype(np.int64)
     ck = w.ckey(key, launch)
     here_lo, here_hi = np.searchsorted(w.ck, ck, "left"), np.searchsorted(w.ck, ck + 1, "left")

@@ -1,0 +1,90 @@
+"""Helpers that turn the rows a rule's passes found into hits.
+
+Grouping a repeated defect, the confidence and the gap note of a finding that
+leans on events a partial trace may lack, and the names messages use. Rules
+import this module as ``H`` (``H.launch_gap``); it is the rules' side, never an
+analysis (``rules/analysis/`` computes, this module words).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .analysis.groups import group_columns
+
+
+def groups(rows: np.ndarray, *ident: np.ndarray) -> list[np.ndarray]:
+    """``rows`` split by equal ``ident`` columns (one value per row), groups in order of first row.
+
+    The rules of a repeated defect (one missing drain hit by a loop) report a
+    group once, at its first row, with the count: one cause, one root.
+    """
+    if not len(rows):
+        return []
+    _, first, inv, _ = group_columns([np.asarray(c, np.int64) for c in ident])
+    order = np.argsort(inv, kind="stable")
+    bounds = np.searchsorted(inv[order], np.arange(len(first) + 1))
+    parts = [rows[order[bounds[g]:bounds[g + 1]]] for g in range(len(first))]
+    return [parts[g] for g in np.argsort(first, kind="stable")]
+
+
+def confidence_for(trace, ranks=(), cores=()):
+    """PARTIAL_TRACE where events of the named ranks/cores may be lost, else None."""
+    from .base import Confidence
+
+    lost = trace.lost_by_core
+    missing = set(trace.ranks_missing)
+    if any(r in missing for r in ranks) or any(rc in lost for rc in cores) \
+            or any(r == lr for r in ranks for lr, _ in lost):
+        return Confidence.PARTIAL_TRACE
+    return None
+
+
+def launch_gap(trace, ranks, launch: int) -> str | None:
+    """Why ``launch`` is not whole on some of ``ranks`` (ring wrap, missing dump), else None.
+
+    A rule that concludes from the absence of an event of those ranks in that
+    launch holds back where this is not None: the event may be in the gap.
+    """
+    parts = []
+    for r in sorted({int(x) for x in ranks}):
+        if trace.launch_intact(r, launch):
+            continue
+        if r in trace.report.ranks_missing:
+            parts.append(f"rank {r}'s dump is missing")
+            continue
+        lost = sorted((c, k) for (lr, c), k in trace.lost_by_core.items() if lr == r)
+        parts.append(f"rank {r} lost " + ", ".join(f"{k} events on core {c}" for c, k in lost)
+                     + f" to ring wrap (launch {launch} not whole)")
+    return "; ".join(parts) or None
+
+
+def core_gap(trace, rank: int, core: int, launch: int) -> str | None:
+    """Why the start of ``launch`` on (rank, core) is not in the trace (ring wrap, cut start), else None.
+
+    A per-core rule whose state opens earlier in the launch (an atomic window's
+    ``atomic_mode add``) cannot tell, in such a launch, what state the core was in.
+    """
+    first = trace.intact_from.get((int(rank), int(core)))
+    if first is None or first <= launch:
+        return None
+    lost = trace.lost_by_core.get((int(rank), int(core)), 0)
+    return f"rank {rank} core {core} lost {lost} events before its first one here (launch {launch} not whole)"
+
+
+def weakened(message: str, gap: str) -> dict:
+    """Hit fields for a finding that leans on events in ``gap``. What that makes of it (a
+    partial-trace note, never an error or warning root) is decided in one place, by the engine
+    (``analyzer.causes``), for every rule alike."""
+    return {"message": message, "gap": gap}
+
+
+def region_name(trace, region: int) -> str:
+    regs = trace.manifest.regions
+    return regs[region].name if 0 <= region < len(regs) else f"region#{region}"
+
+
+def ev(trace, row: int) -> str:
+    """Short 'rank r core c seq s' of a row, for messages."""
+    row = int(row)
+    return f"rank {int(trace['rank'][row])} core {int(trace['core'][row])} seq {int(trace['seq'][row])}"

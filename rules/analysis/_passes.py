@@ -1,0 +1,300 @@
+"""The per-core passes that order events: barrier phases, quiet completion, waits, atomic windows.
+
+Every pass here is per (rank, core) segment in dataset order, so none of them
+sorts: one numba scan each. Cross-rank happens-before is taken from barrier
+counts and launches only (ts of different ranks are never compared):
+
+- ``phases``: per row, the scope-``all`` barriers its core has left in this
+  launch (orders rows of different ranks) and the barriers of any scope plus
+  ``sync_all`` (orders rows of different cores of one rank).
+- ``cover``: per one-sided op, the first later row of its core that completes
+  it (a quiet of its engine, of that peer or of all; kernel_end for MTE and
+  local work, whose pipes drain when the kernel exits) or, with fences, also
+  orders it (a fence).
+- ``atomic_window``: per row, the atomic_mode add row whose window it is in.
+- ``wait_pairs``: each wait_begin's wait_end (or -1: still waiting).
+
+Launch boundaries count as global barriers: between rounds the host
+synchronises the stream and runs a barrier (protocols.md §1.2).
+The first two belong to the happens-before stage, the last two (and
+``incomplete_launches``) to the core scan: ``cached`` names the stage, so a
+rule that did not declare it cannot reach them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import Scope
+
+from .._jit import kernel
+from ._cache import cached
+from .codes import (
+    E_ALL,
+    E_LOCAL,
+    E_MTE,
+    K_AMO,
+    K_AMODE,
+    K_BBEGIN,
+    K_BEGIN,
+    K_BEND,
+    K_END,
+    K_FENCE,
+    K_GET,
+    K_PIPE,
+    K_PUT,
+    K_PUTSIG,
+    K_QUIET,
+    K_SIGNAL,
+    K_WBEGIN,
+    K_WEND,
+    N_ENGINES,
+    NULL8,
+    NULL16,
+    OP_ADD,
+    PIPE_SYNC_ALL,
+    SCOPE_ALL,
+    rows_full,
+)
+from .stages import Stage
+
+
+# ---- per-core scans ---------------------------------------------------------
+@kernel
+def barrier_instances(kind, scope, launch, seg):
+    """For every barrier_begin / barrier_end row: its instance number.
+
+    The k-th barrier (1-based) of a scope within one launch on one core; the
+    k-th instances of all participants are one barrier.  Returns rows, the
+    instance, and 1 for a begin / 0 for an end.
+    """
+    n = 0
+    for i in range(len(kind)):
+        if kind[i] == K_BBEGIN or kind[i] == K_BEND:
+            n += 1
+    rows = np.empty(n, np.int64)
+    inst = np.empty(n, np.int32)
+    is_begin = np.empty(n, np.int8)
+    j = 0
+    counts_b = np.zeros(8, np.int32)
+    counts_e = np.zeros(8, np.int32)
+    for s in range(len(seg) - 1):
+        cur = -1
+        first = True
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k != K_BBEGIN and k != K_BEND:
+                continue
+            if first or launch[i] != cur:
+                counts_b[:] = 0
+                counts_e[:] = 0
+                cur = launch[i]
+                first = False
+            sc = scope[i] if 0 <= scope[i] < 8 else 7
+            rows[j] = i
+            if k == K_BBEGIN:
+                counts_b[sc] += 1
+                inst[j] = counts_b[sc]
+                is_begin[j] = 1
+            else:
+                counts_e[sc] += 1
+                inst[j] = counts_e[sc]
+                is_begin[j] = 0
+            j += 1
+    return rows, inst, is_begin
+
+
+@kernel
+def _phase_kernel(seg, kind, scope, pipe_op, launch, out_all, out_core):
+    for s in range(len(seg) - 1):
+        a = 0
+        c = 0
+        cur = -1
+        for i in range(seg[s], seg[s + 1]):
+            if launch[i] != cur:
+                a = 0
+                c = 0
+                cur = launch[i]
+            out_all[i] = a
+            out_core[i] = c
+            k = kind[i]
+            if k == K_BEND:
+                # Core 0 passing a cross-rank barrier and then the core barrier its rank's other
+                # cores follow it through (the core-0 layout) is one synchronization point.
+                follows = i >= 2 and kind[i - 1] == K_BBEGIN and kind[i - 2] == K_BEND \
+                    and scope[i - 2] == SCOPE_ALL and scope[i] != SCOPE_ALL and launch[i - 2] == cur
+                if not follows:
+                    c += 1
+                if scope[i] == SCOPE_ALL:
+                    a += 1
+            elif k == K_PIPE and pipe_op[i] == PIPE_SYNC_ALL:
+                c += 1
+
+
+def phases(trace) -> tuple[np.ndarray, np.ndarray]:
+    """(phase_all, phase_core): barrier counts per row within its launch (see module doc)."""
+    def build():
+        n = trace.n
+        pa_, pc = np.zeros(n, np.int32), np.zeros(n, np.int32)
+        if n:
+            _phase_kernel(trace.segments, trace["kind"], trace["scope"], trace["pipe_op"],
+                          trace["launch"], pa_, pc)
+            _through_core_barriers(trace, pa_)
+        return pa_, pc
+    return cached(trace, "phases", build, Stage.HAPPENS_BEFORE)
+
+
+def _through_core_barriers(trace, phase_all: np.ndarray) -> None:
+    """Carry cross-rank barrier phases to the cores that follow them through core-scope barriers.
+
+    Both recording layouts are legal (docs/trace-format.md): every core records
+    the cross-rank barrier, or core 0 alone does and the rank's other cores
+    wait for it in a core-scope barrier. In the second, a core's own count of
+    cross-rank barriers stays 0; past the k-th core barrier it is at least as
+    far as any core of its rank was on entering that barrier. In place.
+    """
+    kind, scope = trace["kind"], trace["scope"]
+    rows, inst, is_begin = barrier_instances(kind, scope, trace["launch"], trace.segments)
+    core_rows = scope[rows] == int(Scope.CORE)
+    if not core_rows.any() or not (scope[rows] == SCOPE_ALL).any():
+        return
+    rows, inst, is_begin = rows[core_rows], inst[core_rows].astype(np.int64), is_begin[core_rows]
+    rank = trace["rank"][rows].astype(np.int64)
+    launch = trace["launch"][rows].astype(np.int64)
+    nl = int(launch.max()) + 1
+    group = (rank * nl + launch) * (int(inst.max()) + 1) + inst
+    begins = is_begin == 1
+    ids, inv = np.unique(group, return_inverse=True)
+    reached = np.zeros(len(ids), np.int64)
+    np.maximum.at(reached, inv[begins], phase_all[rows[begins]].astype(np.int64))
+    ends = rows[~begins]
+    lift = np.zeros(len(phase_all), np.int64)
+    lift[ends] = reached[inv[~begins]]
+    # Forward-fill each (core, launch) run: a run's id times a stride larger than any phase keeps
+    # the running maximum from crossing into the next run.
+    new_run = np.zeros(len(phase_all), bool)  # a run starts at each core's first row and each launch change
+    new_run[trace.segments[:-1]] = True
+    new_run[1:] |= trace["launch"][1:] != trace["launch"][:-1]
+    run = np.cumsum(new_run) - 1
+    stride = int(lift.max()) + 1
+    filled = np.maximum.accumulate(run * stride + lift) - run * stride
+    np.maximum(phase_all, filled.astype(phase_all.dtype), out=phase_all)
+
+
+@kernel
+def _cover_kernel(seg, kind, engine, peer, fences, nranks, out):
+    # Backward: the nearest later covering row per engine (any peer) and per
+    # (engine, peer); an op's cover is the nearer of its two.
+    for s in range(len(seg) - 1):
+        any_ = np.full(N_ENGINES, -1, np.int64)
+        per = np.full((N_ENGINES, nranks), -1, np.int64)
+        for i in range(seg[s + 1] - 1, seg[s] - 1, -1):
+            k = kind[i]
+            if k == K_QUIET or (fences and k == K_FENCE):
+                e = engine[i]
+                p = peer[i]
+                for x in range(N_ENGINES):
+                    if e == NULL8 or e == E_ALL or e == x:
+                        if p == NULL16 or p < 0 or p >= nranks:
+                            any_[x] = i
+                        else:
+                            per[x, p] = i
+            elif k == K_END:
+                any_[E_MTE] = i
+                any_[E_LOCAL] = i
+            elif k == K_PUT or k == K_GET or k == K_PUTSIG or k == K_SIGNAL or k == K_AMO:
+                e = engine[i]
+                if e < 0 or e >= N_ENGINES:
+                    continue
+                a = any_[e]
+                p = peer[i]
+                b = per[e, p] if (p >= 0 and p < nranks) else -1
+                if a < 0:
+                    out[i] = b
+                elif b < 0:
+                    out[i] = a
+                else:
+                    out[i] = min(a, b)
+
+
+def cover(trace, fences: bool) -> np.ndarray:
+    """Per op row, the first later row of its core that completes it (or, with fences, orders it); -1 if none."""
+    def build():
+        out = rows_full(trace.n)
+        if trace.n:
+            _cover_kernel(trace.segments, trace["kind"], trace["engine"], trace["peer"],
+                          bool(fences), int(trace.manifest.ranks), out)
+        return out
+    return cached(trace, f"cover:{bool(fences)}", build, Stage.HAPPENS_BEFORE)
+
+
+@kernel
+def _atomic_kernel(seg, kind, op, out):
+    for s in range(len(seg) - 1):
+        cur = -1
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k == K_BEGIN:
+                cur = -1
+            out[i] = cur  # an atomic_mode row sees the mode before it
+            if k == K_AMODE:
+                cur = i if op[i] == OP_ADD else -1
+
+
+def atomic_window(trace) -> np.ndarray:
+    """Per row, the atomic_mode add row whose window it lies in; -1 outside any add window."""
+    def build():
+        out = rows_full(trace.n)
+        if trace.n:
+            _atomic_kernel(trace.segments, trace["kind"], trace["op"], out)
+        return out
+    return cached(trace, "atomic_window", build, Stage.CORE_SCAN)
+
+
+@kernel
+def _wait_kernel(seg, kind, b2e, e2b):
+    for s in range(len(seg) - 1):
+        open_ = -1
+        for i in range(seg[s], seg[s + 1]):
+            k = kind[i]
+            if k == K_WBEGIN:
+                open_ = i
+            elif k == K_WEND and open_ >= 0:
+                b2e[open_] = i
+                e2b[i] = open_
+                open_ = -1
+            elif k == K_BEGIN:
+                open_ = -1
+
+
+def wait_pairs(trace) -> tuple[np.ndarray, np.ndarray]:
+    """(begin_to_end, end_to_begin) row maps; -1 where unpaired (a begin with -1 never ended)."""
+    def build():
+        b2e, e2b = rows_full(trace.n), rows_full(trace.n)
+        if trace.n:
+            _wait_kernel(trace.segments, trace["kind"], b2e, e2b)
+        return b2e, e2b
+    return cached(trace, "wait_pairs", build, Stage.CORE_SCAN)
+
+
+def incomplete_launches(trace) -> set[tuple[int, int]]:
+    """(rank, launch) pairs where some core did not reach kernel_end or sits in a wait.
+
+    Their flags and counters are not at rest, so end-of-round checks skip them:
+    the hang rules explain those.
+    """
+    def build():
+        n = trace.n
+        if n == 0:
+            return set()
+        kind, launch, rank = trace["kind"], trace["launch"], trace["rank"]
+        last = np.zeros(n, bool)
+        last[-1] = True
+        seg_end = trace.segments[1:-1] - 1
+        last[seg_end] = True
+        last[:-1] |= launch[1:] != launch[:-1]
+        bad = last & (kind != K_END)
+        b2e, _ = wait_pairs(trace)
+        bad |= (kind == K_WBEGIN) & (b2e < 0)
+        return set(zip(rank[bad].tolist(), launch[bad].tolist()))
+    return cached(trace, "incomplete_launches", build, Stage.CORE_SCAN)

@@ -1,0 +1,388 @@
+"""The shared state of one wait-for analysis: core end states, tables, queries.
+
+``Builder`` runs the per-event passes once (``_scan``), builds the
+lookup tables (``_waitfor_tables``) and answers the questions the producer
+classification asks: which cores of a rank matter, who wrote a slot before,
+which routes or delivers a producer dropped, where it wrote instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ingest.contract import Kind, Op
+
+from . import regions as R
+from ._rings import ring_role
+from ._scan import STOPPED, scanned
+from ._waitfor_producers import producer_of
+from ._waitfor_stale import aliased_routes, stale_waits
+from ._waitfor_tables import Tables
+
+_REMOTE = np.array([int(k) for k in (Kind.PUT, Kind.PUT_SIGNAL, Kind.SIGNAL, Kind.AMO)], dtype=np.int8)
+
+
+class Builder:
+    def __init__(self, trace):
+        self.trace = t = trace
+        m = t.manifest
+        t.load(["rank", "core", "seq", "launch", "kind", "outcome", "region", "offset"])
+        seg = t.segments
+        state, open_row, last_row, begin, end = scanned(t)
+        self.seg_state, self.seg_open, self.seg_last_row = state, open_row, last_row
+        starts = seg[:-1]
+        self.seg_rank = t["rank"][starts].astype(np.int64)
+        self.seg_core = t["core"][starts].astype(np.int64)
+        self.seg_last_launch = t["launch"][np.maximum(last_row, 0)].astype(np.int64)
+        self.stuck_begin, self.stuck_end = begin, end
+        rows = np.where(begin >= 0, begin, end)
+        # Every waited region, not only the stuck ones: a stale earlier wait can explain a hang.
+        waited = np.unique(t["region"][t["kind"] == Kind.WAIT_BEGIN]) if len(rows) else rows
+        self.tables = Tables(t, {int(r) for r in waited if r >= 0})
+        self.ranks = m.ranks
+        self.topk = int(m.param("topk", 0) or 0)
+        self.tokens = int(m.param("tokens", 0) or 0)
+        self.local_experts = int(m.param("local_experts", 0) or 0)
+        self.num_experts = m.num_experts
+        s = m.param("expert_sentinel")
+        self.sentinel = None if s is None else int(s)
+        self.expert = t["expert"]
+        self.dst_rank = t["dst_rank"]
+        self.missing = set(t.ranks_missing)
+        self.lost = t.lost_by_core
+        self.node_at_row: dict[int, int] = {}
+        self.nodes: list = []
+        self.wrong: dict = {}
+        self._stops: dict = {}
+        self._mis: dict = {}
+
+    def attach(self, nodes) -> None:
+        self.nodes = nodes
+        self.node_at_row = {n.row: n.id for n in nodes}
+        self._timeouts: dict = {}
+        for n in nodes:
+            if n.end_row >= 0:
+                self._timeouts.setdefault((n.rank, n.launch), []).append(n.id)
+
+    # ---- small queries ---------------------------------------------------
+    @property
+    def outside(self) -> str:
+        """How an invalid id is out of range, for messages."""
+        return "negative (num_experts unknown)" if self.num_experts is None else f"outside [0, {self.num_experts})"
+
+    def expert_valid(self, e):
+        if self.num_experts is None:  # no numbering known: only a negative id is certainly invalid
+            return e >= 0
+        return (e >= 0) & (e < self.num_experts)
+
+    def key_of_row(self, row: int) -> tuple[int, int, int]:
+        t = self.trace
+        return (int(t["rank"][row]), int(t["core"][row]), int(t["seq"][row]))
+
+    def gap_of_core(self, rank: int, core: int) -> str | None:
+        k = self.lost.get((rank, core))
+        return f"rank {rank} core {core} lost {k} events to ring wrap" if k else None
+
+    def gap_of_rank(self, rank: int) -> str | None:
+        if rank in self.missing:
+            return f"no events from rank {rank}"
+        lost = {c: k for (r, c), k in self.lost.items() if r == rank}
+        if not lost:
+            return None
+        return f"rank {rank} lost " + ", ".join(f"{k} events on core {c}" for c, k in sorted(lost.items())) \
+            + " to ring wrap"
+
+    def timeouts_of(self, rank: int, launch: int) -> list[int]:
+        return list(self._timeouts.get((rank, launch), ()))
+
+    def node_text(self, i: int) -> str:
+        n = self.nodes[i]
+        if n.code == "MT102":
+            return f"core {n.core} in barrier #{n.instance} of launch {n.launch}"
+        name = self.trace.manifest.regions[n.region].name
+        what = "timed out on" if n.end_row >= 0 else "waits on"
+        return f"core {n.core} {what} {name}[{n.slot}]"
+
+    def write_text(self, i: int) -> str:
+        tb = self.tables
+        name = self.trace.manifest.regions[int(tb.w_region[i])].name
+        return f"{name}[{int(tb.w_slot[i])}] of rank {int(tb.w_owner[i])}"
+
+    # ---- producers -------------------------------------------------------
+    def history_writers(self, w) -> list[tuple[int, int]]:
+        """Ranks that wrote this slot in earlier launches or earlier in its own (not its resets),
+        with their last launch: a slot a rank kept writing (a generation it raised step by step)
+        names that rank where the region has no index."""
+        tb = self.tables
+        idx = self._releasing_history(w)
+        reset = self.trace.manifest.regions[w.region].reset
+        if reset is not None:
+            idx = idx[tb.w_value[idx] != reset]
+        out: dict[int, int] = {}
+        for i in idx:
+            out[int(tb.w_rank[i])] = int(tb.w_launch[i])
+        return sorted(out.items())
+
+    def _releasing_history(self, w) -> np.ndarray:
+        """Write-table indices into w's slot up to its own launch, less the waiting core's own
+        writes before the wait in that launch: it began waiting after them (a ring's head it
+        cleared, a flag it reset), so they are not the write it waits for, with or without a
+        ``reset`` annotation to say so."""
+        tb = self.tables
+        idx = tb.history(w.skey, w.launch + 1)
+        own = (tb.w_rank[idx] == w.rank) & (tb.w_core[idx] == w.core) & (tb.w_launch[idx] == w.launch) \
+            & (tb.w_row[idx] < w.row)
+        return idx[~own]
+
+    def cores_for(self, p: int, w) -> np.ndarray:
+        """Segments of rank p that can release w: its earlier writers of the slot if known."""
+        segs = np.flatnonzero(self.seg_rank == p)
+        tb = self.tables
+        idx = self._releasing_history(w)
+        cores = set(tb.w_core[idx[tb.w_rank[idx] == p]].tolist())
+        pick = segs[np.isin(self.seg_core[segs], list(cores))] if cores else segs
+        return pick if len(pick) else segs
+
+    def current_value(self, n) -> tuple[int | None, str]:
+        """The slot's value at the end of the trace: its writes up to the wait's launch folded
+        in row order; for a generation (monotonic) every launch's writes, and the largest wins
+        (a peer already in a later launch has written the slot too)."""
+        tb = self.tables
+        region = self.trace.manifest.regions[n.region]
+        idx = tb.history(n.skey, tb.nlaunch if region.monotonic else n.launch + 1)
+        vnull = self.trace.null("value")
+        vals, ops = tb.w_value[idx], tb.w_op[idx]
+        known = vals != vnull
+        if region.monotonic and known.any():
+            cur = max(int(vals[known].max()), region.reset if region.reset is not None else -(2**62))
+        elif (ordered := self._ordered_value(n)) is not None:
+            cur = ordered
+        else:
+            # The last write that sets the word (or carries no value) and the adds after it.
+            setters = np.flatnonzero((ops != Op.ADD) | ~known)
+            k = int(setters[-1]) if len(setters) else -1
+            base = region.reset if k < 0 else (int(vals[k]) if known[k] else None)
+            cur = None if base is None else base + int(vals[k + 1:].sum())
+        in_launch = (tb.w_launch[idx] == n.launch).any() if len(idx) else False
+        if cur is None:
+            return None, "current value unknown"
+        note = "" if in_launch else f", never written in launch {n.launch}"
+        return cur, f"current value {cur}{note}"
+
+    def _ordered_value(self, n) -> int | None:
+        """The word's value after its last write up to n's launch in the word table's
+        happens-before order (a consumer's reset after the wait that saw the producer's write
+        comes after that write, whatever the rows' order), or None where the table does not
+        hold the word (not flag-like) or cannot say."""
+        if not R.region_table(self.trace)["flaglike"][n.region]:
+            return None
+        from ._words import NULL64, words
+
+        table = words(self.trace)
+        lo, hi = table.key_bounds(self.trace.key_of(n.rank, n.region, n.offset))
+        upto = np.flatnonzero(table.launch_of(np.arange(lo, hi)) <= n.launch)
+        if not len(upto):
+            return None
+        value = int(table.after[lo + upto[-1]])
+        return None if value == NULL64 else value
+
+    def misdirected(self, w, p: int) -> list[int]:
+        """Write-table indices of p's writes into w's region, in w's launch, that went astray.
+
+        Astray: the region's index names another producer for that slot (wrong
+        slot), or it is w's slot on another rank where nobody waits (wrong peer).
+        """
+        k = (p, w.region, w.launch)
+        if k not in self._mis:
+            tb = self.tables
+            idx = tb.writes_by(p, w.region, w.launch)
+            reset = self.trace.manifest.regions[w.region].reset
+            if reset is not None:  # a consumer putting its own slot back is no producer write
+                idx = idx[(tb.w_value[idx] != reset) | (tb.w_owner[idx] != p)]
+            elif w.rank != p:  # nor, with no reset stated, one clearing its own words (a notify memset)
+                idx = idx[self.trace["kind"][tb.w_row[idx]] != Kind.WRITE]
+            prod = producer_of(self, w.region, tb.w_owner[idx], tb.w_slot[idx], w.launch) if len(idx) else idx
+            wrong_slot = (prod >= 0) & (prod != p)
+            self._mis[k] = (idx, wrong_slot)
+        idx, wrong_slot = self._mis[k]
+        tb = self.tables
+        same = idx[(tb.w_slot[idx] == w.slot) & ~wrong_slot]
+        other = same[tb.w_owner[same] != w.rank]
+        # A ring's head or tail is waited on only when the other side runs ahead (a sender with
+        # free space never waits for the head): an index nobody waited on is no write astray.
+        ring = ring_role(self.trace.manifest.regions[w.region]) is not None
+        peer = [] if ring else [i for i in other.tolist() if not self.tables.waited(int(tb.w_skey[i]), w.launch)]
+        # A producer with a core that died mid-launch never wrote what that core owed: its other
+        # cores' copies to other ranks are their own share, not this one sent astray.
+        if self.stopped_in(p, w.launch) or ring:  # a ring index is written again at every advance
+            peer, surplus = [], []
+        else:
+            surplus = _surplus(self, same, w)
+        out = sorted(set(idx[wrong_slot].tolist()) | set(peer) | set(surplus))
+        for i in out:
+            key = self.key_of_row(int(tb.w_row[i]))
+            entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
+            entry["waits"].append(w.id)
+        return out
+
+    def stray_writes(self, w, p: int) -> list[int]:
+        """p's write into the slot next to w's, on w's rank in w's launch, that nobody waited on
+        there: where w waits for a slot p owed and p wrote the one beside it instead (an
+        off-by-one that stays inside p's own slots), that write is the misdirected one."""
+        tb = self.tables
+        idx = tb.writes_by(p, w.region, w.launch)
+        idx = idx[(tb.w_owner[idx] == w.rank) & (tb.w_slot[idx] != w.slot)]
+        reset = self.trace.manifest.regions[w.region].reset
+        if reset is not None:
+            idx = idx[tb.w_value[idx] != reset]
+        # Only the slot next to it: a write further off is another row's, not this one shifted.
+        idx = [i for i in idx.tolist() if abs(int(tb.w_slot[i]) - w.slot) == 1
+               and not tb.waited(int(tb.w_skey[i]), w.launch)]
+        out = idx[:1]
+        for i in out:
+            key = self.key_of_row(int(tb.w_row[i]))
+            entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
+            entry["waits"].append(w.id)
+        return out
+
+    def raw_count_candidates(self, w, p: int) -> list[tuple]:
+        """MT106 hits on counts that w's rank stored raw into p's words in w's launch: p, the
+        consumer w waits on, read such a count (0 rows, or a hang on it) and so never owed w's
+        slot: ((MT106, key), text)."""
+        from ._counts import raw_counts
+        t = self.trace
+        rows = raw_counts(t).rows
+        if not len(rows):
+            return []
+        sel = rows[(t["rank"][rows] == w.rank) & (t["peer"][rows] == p) & (t["launch"][rows] == w.launch)]
+        return [(("MT106", self.key_of_row(int(r))), f"rank {w.rank} stored its count to rank {p} raw "
+                 f"({int(t['value'][r])}, not -n-1) at seq {int(t['seq'][r])}") for r in sel[:4]]
+
+    def stopped_in(self, rank: int, launch: int) -> bool:
+        """Does a core of ``rank`` end mid-kernel in ``launch`` (died, or its dump was cut)?"""
+        segs = np.flatnonzero(self.seg_rank == rank)
+        return bool(((self.seg_last_launch[segs] == launch) & (self.seg_state[segs] == STOPPED)).any())
+
+    def wrote_others(self, p: int, w) -> int:
+        """How many other slots of w's region p wrote to w's rank in w's launch (not resets)."""
+        tb = self.tables
+        idx = tb.writes_by(p, w.region, w.launch)
+        idx = idx[tb.w_owner[idx] == w.rank]
+        reset = self.trace.manifest.regions[w.region].reset
+        if reset is not None:
+            idx = idx[tb.w_value[idx] != reset]
+        return len(np.unique(tb.w_slot[idx]))
+
+    def stale_candidates(self, w, rank: int | None = None) -> list[tuple]:
+        """Earlier waits of ``rank`` (default w's) in w's launch that the previous launch's
+        leftover value already satisfied: ((MT202 / MT201, key), text). A stale count makes the
+        waiter expect rows nobody sends, or a producer send rows to the wrong slots."""
+        k = (w.rank if rank is None else rank, w.launch)
+        if not hasattr(self, "_stale"):
+            self._stale = {}
+        if k not in self._stale:
+            self._stale[k] = stale_waits(self, k[0], w.launch)
+        return [c for c in self._stale[k] if c[0][1] != w.key]
+
+    def share_to(self, rank: int, core: int, owner: int) -> float:
+        """Fraction of a core's remote writes (whole trace) that target ``owner``."""
+        t = self.trace
+        s = np.flatnonzero((self.seg_rank == rank) & (self.seg_core == core))
+        if not len(s):
+            return 0.0
+        seg = t.segments
+        lo, hi = int(seg[s[0]]), int(seg[s[0] + 1])
+        peer = t["peer"][lo:hi]
+        remote = np.isin(t["kind"][lo:hi], _REMOTE) & (peer != t.null("peer"))
+        n = int(remote.sum())
+        return float((peer[remote] == owner).sum()) / n if n else 0.0
+
+    def dropped_routes(self, w, p: int) -> list[tuple]:
+        """(code, key, text, row) of the dropped routes and clamped rows that explain p's silence."""
+        t = self.trace
+        out = []
+        index = t.manifest.regions[w.region].index
+        d = np.flatnonzero(t["kind"] == Kind.DELIVER) if not hasattr(self, "_deliv") else self._deliv
+        self._deliv = d
+        clamp = d[t["delivered"][d] < t["requested"][d]]
+        rk, src, lw = t["rank"][clamp], t["src_rank"][clamp], t["launch"][clamp]
+        pair = ((rk == p) & (src == w.rank)) | ((rk == w.rank) & (src == p))
+        for r in clamp[pair & (lw == w.launch)].tolist():
+            out.append(("MT301", self.key_of_row(r),
+                        f"rank {int(t['rank'][r])} took {int(t['delivered'][r])} of {int(t['requested'][r])} "
+                        f"rows from rank {int(t['src_rank'][r])} for local expert {int(t['local_expert'][r])}", r))
+        out += aliased_routes(self, p, w.launch)
+        if index != "token_topk":
+            bad = self.invalid_routes()
+            bad = bad[(t["rank"][bad] == p) & (t["launch"][bad] == w.launch)]
+            toward = bad[self.dst_rank[bad].astype(np.int64) == w.rank]
+            for r in (toward if len(toward) else bad).tolist()[:8]:
+                out.append(("MT501", self.key_of_row(r),
+                            f"its route token {int(t['token'][r])} topk {int(t['topk'][r])} has expert "
+                            f"{int(self.expert[r])}, {self.outside}", r))
+        return out
+
+    def invalid_routes(self) -> np.ndarray:
+        """Rows of routes whose expert is out of range and not the sentinel (MT501's predicate)."""
+        if not hasattr(self, "_bad_routes"):
+            rr = self.tables.r_rows
+            e = self.expert[rr].astype(np.int64)
+            bad = ~self.expert_valid(e)
+            if self.sentinel is not None:
+                bad &= e != self.sentinel
+            self._bad_routes = rr[bad]
+        return self._bad_routes
+
+    # ---- ranks that stopped ----------------------------------------------
+    def stop_key(self, p: int) -> tuple[int, int, int]:
+        """The MT103 key of rank p: last event of its lowest stopped core (else its lowest core);
+        (p,) for a rank with no events, which has no event to name."""
+        if p in self._stops:
+            return self._stops[p][0]
+        if p in self.missing:
+            entry = ((p,), "missing", (), f"no events from rank {p}")
+        else:
+            segs = np.flatnonzero(self.seg_rank == p)
+            stopped = segs[self.seg_state[segs] == STOPPED]
+            kind = "stopped" if len(stopped) else "not-started"
+            pick = stopped if len(stopped) else segs
+            rows = tuple(int(self.seg_last_row[s]) for s in pick)
+            entry = (self.key_of_row(rows[0]), kind, rows, self.gap_of_rank(p))
+        self._stops[p] = entry
+        return entry[0]
+
+    def stops(self) -> dict:
+        """Every rank that stopped mid-kernel, plus the missing / early-ending ranks a wait names."""
+        for p in np.unique(self.seg_rank[self.seg_state == STOPPED]).tolist():
+            self.stop_key(int(p))
+        return dict(sorted(self._stops.items()))
+
+
+def _surplus(b, same: np.ndarray, w) -> list[int]:
+    """p's writes of w's slot beyond what each peer should get: the copies meant for the waiter.
+
+    An all-to-all writes the same slot once (or once per word) on every peer
+    that waits on it; a wrong peer shows up as one rank getting it twice and
+    the waiter never.  The share each owner is due comes from the waiters:
+    the copies written, spread over the ranks that wait on the slot in this
+    launch (the mode of the per-owner counts fails when one core serves two
+    peers and sends both copies astray: as many owners get 2 as get none).
+    Of the duplicates, the misdirected ones come from the cores that mostly
+    write to other ranks (a core usually serves one peer).
+    """
+    tb = b.tables
+    owner = w.rank
+    if len(same) < 2:
+        return []
+    owners, counts = np.unique(tb.w_owner[same], return_counts=True)
+    if owner in owners.tolist() or len(owners) < 2:
+        return []
+    waiting = sum(tb.waited(int(tb.skey(r, w.region, w.slot)), w.launch) for r in range(b.ranks))
+    usual = max(1, int(counts.sum()) // max(int(waiting), len(owners) + 1))
+    out = []
+    for o, c in zip(owners.tolist(), counts.tolist()):
+        if c > usual:
+            dup = same[tb.w_owner[same] == o]
+            share = [b.share_to(int(tb.w_rank[i]), int(tb.w_core[i]), o) for i in dup]
+            out.extend(dup[np.argsort(share, kind="stable")][: c - usual].tolist())
+    return out
