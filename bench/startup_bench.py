@@ -108,8 +108,10 @@ print(json.dumps({'start': t0, **at, 'end': time.process_time(), 'kernels': kern
 PHASE_NAMES = (("start", "interpreter start"), ("cli", "the command line's imports (typer, ours)"),
                ("parsed", "typer's argument parsing"),
                ("warm0", "engine imports (numpy, pyarrow, rules), config, dataset opened"),
-               ("warm1", "numba's import and first cache load (warm)"),
-               ("rules", "columns read, rules run (with the kernels below)"), ("report", "the report"))
+               ("warm1", "numba's import and first cache load (warm: on a thread, beside the window's column read, "
+                         "whose CPU counts here too)"),
+               ("rules", "columns read (what is left of it), rules run (with the kernels below)"),
+               ("report", "the report"))
 
 
 def _env(tree: Path) -> dict[str, str]:
