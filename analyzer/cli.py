@@ -32,8 +32,11 @@ def _app(only: str | None = None) -> typer.Typer:
     """The app with every command, or with those of the module ``only``: running a command
     imports and builds that command alone (the other six modules, the simulator's fault
     table among them, and typer's conversion of their parameters cost ~40 ms of every run)."""
+    from analyzer.commands._common import Group
+
     app = typer.Typer(
         name="moetrace",
+        cls=Group,
         help="Trace analysis and post-mortem diagnosis for MoE all-to-all kernels.",
         no_args_is_help=True,
         add_completion=False,

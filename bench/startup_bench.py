@@ -56,9 +56,62 @@ ours = sorted(m for m in sys.modules if m.split('.')[0] in ('analyzer', 'kernels
 print(json.dumps({'kernels': kernels, 'heavy': [m for m in ('numba', 'pyarrow', 'pyarrow.compute', 'polars',
       'duckdb', 'pydantic') if m in sys.modules], 'kernels_pkg': [m for m in ours if m.startswith('kernels')],
       'reporters': [m for m in ours if m.startswith('analyzer.report.') and not m.split('.')[-1].startswith('_')],
-      'commands': [m for m in ours if m.startswith('analyzer.commands.') and m != 'analyzer.commands._common']}),
+      'commands': [m for m in ours if m.startswith('analyzer.commands.') and not m.split('.')[-1].startswith('_')]}),
       file=sys.stderr)
 """
+
+# One diagnose (json) with its CPU time cut into phases (time.process_time at each boundary, through
+# wrappers around run_diagnose, ingest._jit.warm and analyzer.report.render, names every tree has),
+# and the CPU of the kernels loaded after warm's first one; a line of JSON on stderr.
+PHASES = """
+import json, os, sys, time
+t0 = time.process_time()
+sys.argv = ['moetrace', 'diagnose', sys.argv[1], '--format', 'json']
+sys.stdout = open(os.devnull, 'w')
+at = {}
+import analyzer.cli as cli
+at['cli'] = time.process_time()
+import analyzer.commands.diagnose as d, analyzer.report as rep, ingest._jit as j
+run_diagnose, warm, render = d.run_diagnose, j.warm, rep.render
+def _run_diagnose(*a, **k):
+    at['parsed'] = time.process_time()
+    return run_diagnose(*a, **k)
+kernels = [0, 0.0]
+def _warm():
+    if 'warm0' in at:
+        return warm()
+    at['warm0'] = time.process_time()
+    warm()
+    at['warm1'] = time.process_time()
+    from numba.core.dispatcher import Dispatcher
+    load = Dispatcher._compile_for_args
+    def timed(self, *a, **k):
+        c = time.process_time()
+        try:
+            return load(self, *a, **k)
+        finally:
+            kernels[0] += 1
+            kernels[1] += time.process_time() - c
+    Dispatcher._compile_for_args = timed
+def _render(*a, **k):
+    at['rules'] = time.process_time()
+    out = render(*a, **k)
+    at['report'] = time.process_time()
+    return out
+d.run_diagnose, j.warm, rep.render = _run_diagnose, _warm, _render
+try:
+    cli.main()
+except SystemExit:
+    pass
+print(json.dumps({'start': t0, **at, 'end': time.process_time(), 'kernels': kernels}), file=sys.stderr)
+"""
+PHASE_NAMES = (("start", "interpreter start"), ("cli", "the command line's imports (typer, ours)"),
+               ("parsed", "typer's argument parsing"),
+               ("warm0", "engine imports (numpy, pyarrow, rules), config, dataset opened"),
+               ("warm1", "numba's import and first cache load (warm: on a thread, beside the window's column read, "
+                         "whose CPU counts here too)"),
+               ("rules", "columns read (what is left of it), rules run (with the kernels below)"),
+               ("report", "the report"))
 
 
 def _env(tree: Path) -> dict[str, str]:
@@ -96,8 +149,21 @@ def _probe(tree: Path, ds: Path, fmt: str) -> dict:
     return json.loads(r.stderr.strip().splitlines()[-1])
 
 
+def _phases(tree: Path, ds: Path) -> dict:
+    r = subprocess.run([sys.executable, "-c", PHASES, str(ds)], cwd=tree, env=_env(tree),
+                       capture_output=True, text=True, check=True)
+    return json.loads(r.stderr.strip().splitlines()[-1])
+
+
 def _events(ds: Path) -> int:
     return json.loads((ds / "ingest.json").read_text())["rows_out"]
+
+
+def _lap(p: dict, key: str) -> float:
+    """CPU seconds of the phase ending at ``key``: from the previous boundary (0 for the start)."""
+    keys = [k for k, _ in PHASE_NAMES]
+    i = keys.index(key)
+    return p[key] - (p[keys[i - 1]] if i else 0.0)
 
 
 def main() -> None:
@@ -119,6 +185,10 @@ def main() -> None:
             for tree in trees:
                 runs[tree, fmt].append(_once(tree, ds, fmt))
         print(f"round {i + 1}/{args.repeat}", file=sys.stderr)
+    phases: dict[Path, list[dict]] = {t: [] for t in trees}
+    for _ in range(3):
+        for tree in trees:
+            phases[tree].append(_phases(tree, ds))
     load1 = os.getloadavg()[0]
     lines = []
     for tree in trees:
@@ -134,6 +204,11 @@ def main() -> None:
              f"{', '.join(p['heavy'])}; command modules {', '.join(m.split('.')[-1] for m in p['commands'])}; "
              f"reporters {', '.join(m.split('.')[-1] for m in p['reporters']) or 'none'}; simulator modules "
              f"{', '.join(p['kernels_pkg']) or 'none'}" for t, p in probes.items()]
+    # Each phase's least CPU over the 3 runs (the quietest reading of each), as the runs' cuts differ little.
+    cut = [f"| {'this tree' if t == ROOT else t} | "
+           + " | ".join(f"{min(_lap(p, k) for p in runs):.3f}" for k, _ in PHASE_NAMES)
+           + f" | {min(p['kernels'][1] for p in runs):.3f} ({runs[0]['kernels'][0]}) | "
+           f"{min(p['end'] for p in runs):.3f} |" for t, runs in phases.items()]
     block = "\n".join([
         BEGIN, "## Start-up", "",
         f"`uv run python bench/startup_bench.py --repeat {args.repeat}"
@@ -142,7 +217,12 @@ def main() -> None:
         f"bytecode caches warm; the trees' runs interleaved; 1-minute load average {load0:.1f} before, "
         f"{load1:.1f} after, on {os.cpu_count()} cores (shared: wall times are pessimistic, CPU times less so).", "",
         "| tree | format | wall best s | wall median s | CPU best s | CPU median s |",
-        "|---|---|---|---|---|---|", *lines, "", *facts, END])
+        "|---|---|---|---|---|---|", *lines, "",
+        "CPU seconds by phase of one json diagnose (least of 3 runs per phase, after the timed rounds): "
+        + "; ".join(f"{i + 1}. {name}" for i, (_, name) in enumerate(PHASE_NAMES))
+        + "; then the kernels loaded after warm's first (CPU, count), and the whole process.", "",
+        "| tree | " + " | ".join(str(i + 1) for i in range(len(PHASE_NAMES))) + " | kernels | total |",
+        "|---|" + "---|" * (len(PHASE_NAMES) + 2), *cut, "", *facts, END])
     print(block)
     if not args.no_results:
         write_section(block, BEGIN, END, before="<!-- sim:begin -->")

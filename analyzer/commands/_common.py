@@ -69,7 +69,9 @@ def _isatty(stream) -> bool:
         return False
 
 
-from typer.core import TyperArgument, TyperCommand, TyperOption  # noqa: E402  (typer is loaded already)
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption  # noqa: E402  (typer is loaded already)
+
+from ._coerce import install  # noqa: E402
 
 
 class Command(TyperCommand):
@@ -93,6 +95,25 @@ class Command(TyperCommand):
             elif isinstance(p, TyperOption) and p.metavar is None and not p.is_flag:
                 label = _choices(p) or p.name.upper()
                 p.display_type_rich = lambda ctx, label=label: label
+
+    def get_params(self, ctx):
+        return _lean(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    """The root group: its --help converted as a command's parameters are (``_lean``)."""
+
+    def get_params(self, ctx):
+        return _lean(super().get_params(ctx))
+
+
+def _lean(params):
+    """``params``, each converted without pydantic where typer's adapter would give the same (``_coerce``).
+
+    Here, not at construction: typer adds each command's --help on first use."""
+    for p in params:
+        install(p)
+    return params
 
 
 def _choices(p) -> str | None:

@@ -1,0 +1,43 @@
+"""A dataset's integer columns come out of ``ingest.dataset.to_numpy`` with nulls as the column's
+sentinel, filled from the validity bitmap with numpy (so that reading a dataset needs no
+``pyarrow.compute``): the same arrays, dtypes included, as arrow's ``fill_null``."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (the reference below: fill_null)
+import pytest
+
+from ingest.contract import COLUMN
+from ingest.dataset import to_numpy
+
+
+def _reference(col, name):
+    return col.fill_null(COLUMN[name].numpy_null).to_numpy()
+
+
+@pytest.mark.parametrize("name", ["rank", "kind", "launch", "seq", "value", "words"])
+def test_nulls_filled_as_fill_null_fills_them(name):
+    rng = random.Random(name)
+    type_ = COLUMN[name].type
+    for _ in range(100):
+        n = rng.randint(1, 70)  # across bitmap bytes, and slices that start mid-byte
+        values = [None if rng.random() < 0.3 else rng.randint(-5, 100) for _ in range(n)]
+        whole = pa.array(values, type_)
+        lo = rng.randint(0, n - 1)
+        part = whole.slice(lo, rng.randint(0, n - lo))
+        for col in (part, pa.chunked_array([whole.slice(0, lo), part, whole, pa.array([1], type_)], type_)):
+            if not col.null_count:
+                continue
+            got, want = to_numpy(col, name), _reference(col, name)
+            assert got.dtype == want.dtype and got.tolist() == want.tolist(), (values, lo, len(part))
+
+
+def test_every_null_and_empty_chunks():
+    type_ = COLUMN["peer"].type
+    col = pa.chunked_array([pa.array([], type_), pa.nulls(3, type_), pa.array([7, None], type_)], type_)
+    got = to_numpy(col, "peer")
+    assert got.dtype == np.int16 and got.tolist() == _reference(col, "peer").tolist() == [-(2**15)] * 3 + [7, -(2**15)]
