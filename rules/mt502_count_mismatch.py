@@ -7,9 +7,9 @@ import numpy as np
 from ingest.contract import Kind, Role
 
 from . import _hits as H
-from .analysis import Producers, Stage, WaitForGraph, WordTable, cached
+from .analysis import Producers, Stage, WaitForGraph, WordTable
 from .analysis.groups import group_columns
-from .base import Confidence, Family, Rule, RuleContext, Severity, hits_of
+from .base import Confidence, Family, Rule, Severity, hits_of
 
 _CAUSE_TEXT = {"MT202": "the receiver's counter was not reset after the previous launch",
                "MT404": "the sender's atomic count was relied on before its engine's quiet",
@@ -84,6 +84,7 @@ class CountMismatch(Rule):
         announced = set(zip(launch[ra].tolist(), rank[ra].tolist()))
         received = set(zip(launch[rb].tolist(), rank[rb].tolist()))
         missing = set(trace.ranks_missing)
+        ix = _cause_index(trace, ctx.stage(WaitForGraph), ctx.stage(WordTable), ctx.stage(Producers))
         both = (last_a >= 0) & (last_b >= 0) & (va != vb)
         only_a = (last_a >= 0) & (last_b < 0) & (va != 0)
         only_b = (last_a < 0) & (last_b >= 0) & (vb != 0)
@@ -119,7 +120,7 @@ class CountMismatch(Rule):
             msg = f"launch {L} local expert {e}: {said}, but {heard}"
             # Not a root of its own when the receiver's counter was never reset, or a copy meant
             # for another peer landed here: the count then differs by what those left behind.
-            causes = _count_causes(trace, ctx, L, i, j, silent=None if a >= 0 and b >= 0 else (j if a >= 0 else i))
+            causes = _count_causes(ix, L, i, j, silent=None if a >= 0 and b >= 0 else (j if a >= 0 else i))
             if causes:
                 msg += " (" + "; ".join(_CAUSE_TEXT[c] for c in dict.fromkeys(c for c, _ in causes)) + ")"
             weak = H.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
@@ -130,53 +131,55 @@ class CountMismatch(Rule):
                                   "requested": int(vb[gi]) if b >= 0 else None})
 
 
-def _count_causes(trace, ctx: RuleContext, launch: int, sender: int, receiver: int,
-                  silent: int | None = None) -> tuple:
+def _count_causes(ix: dict, launch: int, sender: int, receiver: int, silent: int | None = None) -> tuple:
     """Causes of a count mismatch from ``sender`` to ``receiver`` in ``launch``: the receiver's
     counter left unreset by the launch before (MT202), the sender's writes that the wait-for
     analysis found misdirected to the receiver in that launch (MT105, a copy meant for another
     peer), and where one side recorded nothing (``silent``), that rank's stuck waits of the
-    launch: it never got as far as its delivery (or count), the hang explains it."""
-    producers = ctx.stage(Producers)
-    ix = _cause_index(trace, ctx.stage(WaitForGraph), ctx.stage(WordTable))
-    regions = trace.manifest.regions
+    launch: it never got as far as its delivery (or count), the hang explains it. Lookups in
+    ``_cause_index`` only: a trace can have millions of mismatches."""
     stale = ix["stale"].get((receiver, launch - 1), [])
-    counters = [k for k in stale if regions[k[1]].role == Role.COUNTER]
-    out = [("MT202", ctx.stage(WordTable).not_reset()[k][0]) for k in (counters or stale)]
+    out = [("MT202", key) for key in (ix["stale_counters"].get((receiver, launch - 1)) or stale)]
     out += [("MT105", key) for key in ix["wrong"].get((sender, receiver, launch), [])]
     # The sender's UDMA/RoCE atomics to the receiver, relied on before their quiet: the receiver
     # read its count before the add landed (MT404's hits of this run).
     out += [("MT404", key) for key, peers in ix["mt404"].get((sender, launch), []) if receiver in peers]
     # The sender stored its counts to the receiver raw where they are encoded (MT106's hits).
-    raw = producers.raw_counts().rows
-    raw = raw[(trace["rank"][raw] == sender) & (trace["peer"][raw] == receiver) & (trace["launch"][raw] == launch)]
-    out += [("MT106", (int(trace["rank"][r]), int(trace["core"][r]), int(trace["seq"][r]))) for r in raw[:4]]
+    out += [("MT106", key) for key in ix["raw"].get((sender, receiver, launch), [])[:4]]
     # The receiver's count words entered the launch holding an earlier count (MT205's hits).
-    for row, k in sorted(producers.kept_counts().items()):
-        if int(trace["rank"][row]) == receiver and k.launch == launch:
-            out.append(("MT205", (receiver, int(trace["core"][row]), int(trace["seq"][row]))))
-            break
+    kept = ix["kept"].get((receiver, launch))
+    if kept is not None:
+        out.append(("MT205", kept))
     if silent is not None:
         out += ix["nodes"].get((silent, launch), [])
     return tuple(dict.fromkeys(out))
 
 
-def _cause_index(trace, wf: WaitForGraph, words: WordTable) -> dict:
+def _cause_index(trace, wf: WaitForGraph, words: WordTable, producers: Producers) -> dict:
     """What ``_count_causes`` looks up, by its (rank, launch) keys, each list in the order of its
-    source: built once per view, not scanned per mismatch (a trace can have millions)."""
-    def build():
-        tb = wf.builder.tables
-        ix: dict = {"stale": {}, "wrong": {}, "mt404": {}, "nodes": {}}
-        for k in words.not_reset():
-            ix["stale"].setdefault((k[0], k[2]), []).append(k)
-        for key, entry in sorted(wf.wrong.items()):
-            i = entry["write"]
-            ix["wrong"].setdefault((key[0], int(tb.w_owner[i]), int(tb.w_launch[i])), []).append(key)
-        launch = trace["launch"]
-        for h in hits_of(trace, "MT404"):
-            ix["mt404"].setdefault((h.key[0], int(launch[h.rows[0][1]])), []).append(
-                (tuple(h.key), h.extra.get("peers", ())))
-        for n in wf.nodes:
-            ix["nodes"].setdefault((n.rank, n.launch), []).append(n.ref)
-        return ix
-    return cached(trace, "mt502_cause_index", build)
+    source: built once per check, not scanned per mismatch."""
+    tb = wf.builder.tables
+    regions = trace.manifest.regions
+    rank, core, seq, launch = trace["rank"], trace["core"], trace["seq"], trace["launch"]
+
+    def key_of(r: int) -> tuple[int, int, int]:
+        return int(rank[r]), int(core[r]), int(seq[r])
+
+    ix: dict = {"stale": {}, "stale_counters": {}, "wrong": {}, "mt404": {}, "nodes": {}, "raw": {}, "kept": {}}
+    for k, (key, _) in words.not_reset().items():
+        ix["stale"].setdefault((k[0], k[2]), []).append(key)
+        if regions[k[1]].role == Role.COUNTER:
+            ix["stale_counters"].setdefault((k[0], k[2]), []).append(key)
+    for key, entry in sorted(wf.wrong.items()):
+        i = entry["write"]
+        ix["wrong"].setdefault((key[0], int(tb.w_owner[i]), int(tb.w_launch[i])), []).append(key)
+    for h in hits_of(trace, "MT404"):
+        ix["mt404"].setdefault((h.key[0], int(launch[h.rows[0][1]])), []).append(
+            (tuple(h.key), h.extra.get("peers", ())))
+    for n in wf.nodes:
+        ix["nodes"].setdefault((n.rank, n.launch), []).append(n.ref)
+    for r in producers.raw_counts().rows.tolist():  # row order
+        ix["raw"].setdefault((int(rank[r]), int(trace["peer"][r]), int(launch[r])), []).append(key_of(r))
+    for row, k in sorted(producers.kept_counts().items()):  # the first of each (receiver, launch)
+        ix["kept"].setdefault((int(rank[row]), k.launch), key_of(row))
+    return ix
