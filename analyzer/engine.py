@@ -35,7 +35,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,19 +239,10 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     from rules.runner import run
     from rules.trace import TraceView
 
-    # numba's import and first cache load (0.4-1.4 s of CPU, once per process) run on a thread while
-    # this one reads the window's columns: the parquet read releases the GIL, so on two cores the
-    # two overlap instead of adding up. warm() freezes numba's objects out of the collector; the
-    # window's few Python objects alive by then are freed by reference counting all the same.
-    warming = None
     if selected:
-        warming = threading.Thread(target=warm, name="moetrace-warm", daemon=True)
-        warming.start()
+        warm()  # numba's tables out of the collections below, before the window's own objects exist
     trace = TraceView(ds, blocks=window.blocks)
     trace.prefetch()
-    if warming is not None:
-        warming.join()
-        warm()  # a no-op once the thread has warmed; if it failed, this raises its error here
     prof and prof.mark(f"read: {trace.n:,} events, {len(trace.loaded)} columns")
     by_code = {r.code: r for r in selected}
     out: list[Finding] = []
