@@ -97,9 +97,7 @@ def warm() -> None:
         return
     # While they are made, the collector walks those objects again and again (~170 passes, one of them
     # full: ~0.05 s CPU, a tenth of a small diagnose's start-up) to find ~400 objects of garbage, which
-    # the freeze keeps instead (a few tens of kB): the order gc.freeze's documentation gives. The switch
-    # is process-wide: where warm runs on a thread (the engine's), the work beside it runs without the
-    # collector too, and what that makes is freed by reference counting, as the freeze already assumes.
+    # the freeze keeps instead (a few tens of kB): the order gc.freeze's documentation gives.
     enabled = gc.isenabled()
     gc.disable()
     try:
