@@ -36,6 +36,9 @@ HAVE_OSHMEM = shutil.which("oshcc") is not None and shutil.which("oshrun") is no
 needs_oshmem = pytest.mark.skipif(
     not HAVE_OSHMEM, reason="Open MPI's OpenSHMEM is not installed (no oshcc / oshrun on PATH; "
     "Debian: apt-get install openmpi-bin libopenmpi-dev)")
+# The real runs share one pytest-xdist worker: the scenarios are built once (build_dir), and two
+# 4-PE runs never compete for the CPUs (a hang scenario waits on its own timeout).
+real_runs = pytest.mark.xdist_group("oshmem-real")
 
 
 def _expect(scenario: str) -> dict:
@@ -108,12 +111,14 @@ def build_dir(tmp_path_factory) -> Path:
 
 
 @needs_oshmem
+@real_runs
 def test_run_script_lists_the_stored_scenarios():
     out = subprocess.run([str(RUN), "--list"], check=True, capture_output=True, text=True).stdout.split()
     assert sorted(out) == SCENARIOS
 
 
 @needs_oshmem
+@real_runs
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_real_run_is_diagnosed(scenario, build_dir, tmp_path):
     out = tmp_path / scenario
