@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import _golden
+from _stored_reports import group, report_of
 from conftest import ROOT
 
 DATA = ROOT / "tests" / "data" / "oshmem"
@@ -74,10 +75,11 @@ def _where(f) -> str:
     return f"{f.code}@rank{loc.rank}/core{loc.core}/launch{loc.launch}{'' if f.is_root else '(symptom)'}"
 
 
-def _check_diagnosis(trace: Path, exp: dict, golden: str | None = None) -> None:
+def _check_diagnosis(trace: Path, exp: dict, golden: str | None = None, report=None) -> None:
+    """``report``: diagnose(trace) already made (a stored run's, _stored_reports.report_of)."""
     from analyzer.engine import diagnose
 
-    report = diagnose(trace)
+    report = diagnose(trace) if report is None else report
     if golden:
         _golden.check(golden, report)
     reported = [f for f in report.findings if f.severity in REPORTED]
@@ -134,7 +136,7 @@ def test_real_run_is_diagnosed(scenario, build_dir, tmp_path):
     _check_diagnosis(out, exp)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", [pytest.param(s, marks=group(DATA / s)) for s in SCENARIOS])
 def test_stored_real_run_is_diagnosed(scenario, tmp_path):
     trace = DATA / scenario
     exp = _expect(scenario)
@@ -143,7 +145,7 @@ def test_stored_real_run_is_diagnosed(scenario, tmp_path):
     _check_manifest(trace)
     if scenario == "wrap":
         assert _lost(trace, tmp_path) > 0, "the stored small rings must have wrapped"
-    _check_diagnosis(trace, exp, f"oshmem-{scenario}")
+    _check_diagnosis(trace, exp, f"oshmem-{scenario}", report_of(trace))  # shared with test_report_all_formats
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
