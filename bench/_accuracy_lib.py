@@ -46,6 +46,7 @@ one whose path never ran is scored skipped-latent unless something found it.
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,18 +227,36 @@ def make_bare(dataset: Path) -> None:
                 at += n
 
 
-def run_case(case: Case, workdir: str | Path | None = None, shape: dict | None = None) -> Result:
-    """Simulate the case (on ``shape``, default ``SHAPE``), diagnose its dataset, score it."""
+def simulate_case(case: Case, out: str | Path, shape: dict | None = None) -> None:
+    """Simulate the case's run (on ``shape``, default ``SHAPE``) into ``out``: truth.json and its dataset.
+
+    The manifest mode plays no part here: the bare run is the full run's trace, stripped afterwards.
+    """
+    from kernels import Params, simulate
+
+    simulate(case.protocol, Params(routing=case.routing, **(SHAPE if shape is None else shape)),
+             faults=[case.fault] if case.fault else [], seed=case.seed, out=Path(out), barrier_layout=case.layout,
+             route_layout=case.routes)
+
+
+def run_case(case: Case, workdir: str | Path | None = None, shape: dict | None = None,
+             simulated: str | Path | None = None) -> Result:
+    """Simulate the case (on ``shape``, default ``SHAPE``), diagnose its dataset, score it.
+
+    ``simulated``: a directory ``simulate_case`` already wrote for this case (in any manifest mode,
+    on the same shape); it is copied into ``workdir`` instead of simulating again, and left as it was.
+    """
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="moetrace-acc-") as tmp:
-            return run_case(case, tmp, shape)
+            return run_case(case, tmp, shape, simulated)
     from analyzer.engine import diagnose
-    from kernels import FAULTS, Params, simulate
+    from kernels import FAULTS
 
     out = Path(workdir)
-    simulate(case.protocol, Params(routing=case.routing, **(SHAPE if shape is None else shape)),
-             faults=[case.fault] if case.fault else [], seed=case.seed, out=out, barrier_layout=case.layout,
-             route_layout=case.routes)
+    if simulated is None:
+        simulate_case(case, out, shape)
+    else:
+        shutil.copytree(simulated, out, dirs_exist_ok=True)
     truth = json.loads((out / "truth.json").read_text())  # the written truth is what we score against
     if case.mode == "bare":
         make_bare(out / truth["dataset"])

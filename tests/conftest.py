@@ -58,3 +58,31 @@ def _every_sarif_is_checked(monkeypatch):
         return doc
 
     monkeypatch.setattr(sarif, "to_sarif", checked)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """``--dist loadgroup`` (pyproject.toml's addopts) as pytest-xdist means it, on pytest 9 too.
+
+    A worker tells the controller a test's group by appending ``@group`` to its node id. xdist 3.8
+    writes that into ``item._nodeid``, which pytest 9 no longer reads (the id lives in ``item._id``,
+    a ``NodeId``), so every group silently fell apart into single tests: a module's Ray cluster
+    started once per worker, and each accuracy run simulated in both. Where xdist's own suffix is
+    missing, this puts it where pytest reads it; and fails the collection if it cannot, rather than
+    let the groups go unheeded again.
+    """
+    if not getattr(config.option, "loadgroup", False):  # set on xdist workers under --dist loadgroup
+        return
+    for item in items:
+        names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        nodeid = item.nodeid
+        if not names or nodeid.rfind("@") > nodeid.rfind("]"):  # no group, or xdist named it already
+            continue
+        want = f"{nodeid}@{'_'.join(sorted(names))}"
+        if hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(want)
+        if item.nodeid != want:
+            raise pytest.UsageError(f"cannot put {item.nodeid}'s xdist_group into its node id: "
+                                    "--dist loadgroup would not keep the group on one worker")

@@ -21,7 +21,10 @@ failure (XPASS) the moment it is fixed: then delete its line.
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -75,17 +78,68 @@ def _known(case: lib.Case, known: list = KNOWN) -> str | None:
     return None
 
 
+def _trace_of(case: lib.Case) -> lib.Case:
+    """The run whose trace ``case`` diagnoses: the same for every manifest mode (bare strips the full one)."""
+    return dataclasses.replace(case, mode="full")
+
+
+def _side_by_side(cases: list[lib.Case]) -> list[lib.Case]:
+    """The cases, each run's manifest modes next to each other (a serial run, ``-n 0``, then holds one
+    simulated run at a time); otherwise in their order."""
+    first: dict[lib.Case, int] = {}
+    for c in cases:
+        first.setdefault(_trace_of(c), len(first))
+    return sorted(cases, key=lambda c: first[_trace_of(c)])  # stable: the modes keep lib.MODES' order
+
+
 def _params():
     out = []
     # Every manifest mode (full, bare) and every barrier layout: the same roots in each; routes
     # recorded where expert ids are read on two seeds (bench/accuracy.py runs all five).
     at_read = [c for c in lib.cases(seeds=2, modes=lib.MODES, layouts=lib.LAYOUTS, routes=lib.ROUTES)
                if c.routes != "send"]
-    for case in lib.cases(modes=lib.MODES, layouts=lib.LAYOUTS) + at_read:
+    for case in _side_by_side(lib.cases(modes=lib.MODES, layouts=lib.LAYOUTS) + at_read):
         why = _known(case)
         marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-        out.append(pytest.param(case, id=case.id, marks=marks))
+        out.append(pytest.param(case, id=case.id, marks=[*marks, _one_worker(case)]))
     return out
+
+
+def _one_worker(case: lib.Case, shape: str = "") -> pytest.MarkDecorator:
+    """Under pytest-xdist (--dist loadgroup, pyproject.toml) every manifest mode of a run goes to one
+    worker, so the ``simulated`` fixture simulates the run once there."""
+    return pytest.mark.xdist_group(f"acc{shape}-{_trace_of(case).id}")
+
+
+@pytest.fixture(scope="session")
+def simulated(tmp_path_factory):
+    """``get(case, shape)``: a directory holding the simulated run of ``case`` (lib.simulate_case).
+
+    The full and the bare case of a run diagnose one trace (bare strips a copy of it), and the
+    simulator is deterministic per seed, so each run is simulated once per test process, not once
+    per manifest mode; each test diagnoses its own copy (lib.run_case(simulated=...)), and the
+    directory goes once every mode has had it. Under pytest-xdist the modes of a run share one
+    worker (``_one_worker``); were they split, each worker would simulate the run itself.
+    """
+    made: dict[tuple, tuple[Path, set[str]]] = {}
+
+    def get(case: lib.Case, shape: dict | None = None) -> tuple[Path, Callable[[], None]]:
+        key = (_trace_of(case), tuple(sorted((shape or lib.SHAPE).items())))
+        if key not in made:
+            d = tmp_path_factory.mktemp("sim")
+            lib.simulate_case(case, d, shape)
+            made[key] = (d, set())
+        d, used = made[key]
+
+        def done() -> None:
+            used.add(case.mode)
+            if used >= set(lib.MODES):
+                del made[key]
+                shutil.rmtree(d, ignore_errors=True)
+
+        return d, done
+
+    return get
 
 
 # A second, larger shape: more ranks than cores per rank serve, top-4 routes, so barriers and flag
@@ -96,11 +150,11 @@ KNOWN2: list = []  # as KNOWN, for the second shape
 
 def _params2():
     out = []
-    for case in lib.cases(seeds=1, routings=("skewed",), modes=lib.MODES):
+    for case in _side_by_side(lib.cases(seeds=1, routings=("skewed",), modes=lib.MODES)):
         case = lib.Case(case.protocol, case.fault, 1, case.routing, case.mode)  # seed 1: found MT202's order
         why = _known(case, KNOWN2)
         marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-        out.append(pytest.param(case, id="shape2-" + case.id, marks=marks))
+        out.append(pytest.param(case, id="shape2-" + case.id, marks=[*marks, _one_worker(case, "2")]))
     return out
 
 
@@ -110,13 +164,18 @@ GOLDEN_CASES = frozenset(lib.cases(seeds=1, routings=("uniform",), modes=lib.MOD
 
 
 @pytest.mark.parametrize("case", _params2())
-def test_accuracy_shape2(case: lib.Case, tmp_path):
-    _check(case, lib.run_case(case, tmp_path, SHAPE2))
+def test_accuracy_shape2(case: lib.Case, tmp_path, simulated):
+    sim, done = simulated(case, SHAPE2)
+    res = lib.run_case(case, tmp_path, SHAPE2, simulated=sim)
+    done()
+    _check(case, res)
 
 
 @pytest.mark.parametrize("case", _params())
-def test_accuracy(case: lib.Case, tmp_path):
-    res = lib.run_case(case, tmp_path)
+def test_accuracy(case: lib.Case, tmp_path, simulated):
+    sim, done = simulated(case)
+    res = lib.run_case(case, tmp_path, simulated=sim)
+    done()
     if case in GOLDEN_CASES:
         _golden.check(f"accuracy-{case.id}", res.report)
     _check(case, res)

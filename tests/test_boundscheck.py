@@ -35,7 +35,8 @@ def test_rule_fixtures_under_boundscheck():
     every = os.environ.get("MOETRACE_BOUNDSCHECK") == "all"
     tests = ["tests/test_rule_fixtures.py"] if every else \
         [f"tests/test_rule_fixtures.py::test_rule_fixture[{i}]" for i in _subset()]
-    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+    # -n 0: one process (the suite around it already keeps every CPU busy; pyproject.toml's addopts).
+    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0",
                           "tests/_boundscheck_probe.py", *tests],
                          env=boundscheck_env(), cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]

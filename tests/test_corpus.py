@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import _golden
+from _stored_reports import group, report_of
 from conftest import run_cli
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -83,11 +84,9 @@ def root_classes(report) -> list[set[tuple]]:
     return out
 
 
-@pytest.mark.parametrize("name", TRACES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=group(CORPUS / n)) for n in TRACES])
 def test_diagnosis_names_the_expected_roots(name):
-    from analyzer.engine import diagnose
-
-    report = diagnose(CORPUS / name)
+    report = report_of(CORPUS / name)  # diagnose(CORPUS / name), shared with test_report_all_formats
     _golden.check(f"corpus-{name}", report)
     got = {(f.code, f.location.rank, f.location.core) for f in report.roots if f.severity in GATING}
     problems = mismatch(_expect(name), got) + class_mismatch(_expect(name), root_classes(report))

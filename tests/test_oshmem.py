@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import _golden
+from _stored_reports import group, report_of
 from conftest import ROOT
 
 DATA = ROOT / "tests" / "data" / "oshmem"
@@ -36,6 +37,9 @@ HAVE_OSHMEM = shutil.which("oshcc") is not None and shutil.which("oshrun") is no
 needs_oshmem = pytest.mark.skipif(
     not HAVE_OSHMEM, reason="Open MPI's OpenSHMEM is not installed (no oshcc / oshrun on PATH; "
     "Debian: apt-get install openmpi-bin libopenmpi-dev)")
+# The real runs share one pytest-xdist worker: the scenarios are built once (build_dir), and two
+# 4-PE runs never compete for the CPUs (a hang scenario waits on its own timeout).
+real_runs = pytest.mark.xdist_group("oshmem-real")
 
 
 def _expect(scenario: str) -> dict:
@@ -71,10 +75,11 @@ def _where(f) -> str:
     return f"{f.code}@rank{loc.rank}/core{loc.core}/launch{loc.launch}{'' if f.is_root else '(symptom)'}"
 
 
-def _check_diagnosis(trace: Path, exp: dict, golden: str | None = None) -> None:
+def _check_diagnosis(trace: Path, exp: dict, golden: str | None = None, report=None) -> None:
+    """``report``: diagnose(trace) already made (a stored run's, _stored_reports.report_of)."""
     from analyzer.engine import diagnose
 
-    report = diagnose(trace)
+    report = diagnose(trace) if report is None else report
     if golden:
         _golden.check(golden, report)
     reported = [f for f in report.findings if f.severity in REPORTED]
@@ -108,12 +113,14 @@ def build_dir(tmp_path_factory) -> Path:
 
 
 @needs_oshmem
+@real_runs
 def test_run_script_lists_the_stored_scenarios():
     out = subprocess.run([str(RUN), "--list"], check=True, capture_output=True, text=True).stdout.split()
     assert sorted(out) == SCENARIOS
 
 
 @needs_oshmem
+@real_runs
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_real_run_is_diagnosed(scenario, build_dir, tmp_path):
     out = tmp_path / scenario
@@ -129,7 +136,7 @@ def test_real_run_is_diagnosed(scenario, build_dir, tmp_path):
     _check_diagnosis(out, exp)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", [pytest.param(s, marks=group(DATA / s)) for s in SCENARIOS])
 def test_stored_real_run_is_diagnosed(scenario, tmp_path):
     trace = DATA / scenario
     exp = _expect(scenario)
@@ -138,7 +145,7 @@ def test_stored_real_run_is_diagnosed(scenario, tmp_path):
     _check_manifest(trace)
     if scenario == "wrap":
         assert _lost(trace, tmp_path) > 0, "the stored small rings must have wrapped"
-    _check_diagnosis(trace, exp, f"oshmem-{scenario}")
+    _check_diagnosis(trace, exp, f"oshmem-{scenario}", report_of(trace))  # shared with test_report_all_formats
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -32,6 +32,10 @@ from analyzer.engine import diagnose  # noqa: E402
 from ingest.run import ingest  # noqa: E402
 from kernels import Params, simulate  # noqa: E402
 
+# One worker runs this module under pytest-xdist: one cluster, not one a worker, and the kill test's
+# hunt for a window task (any on this machine, by process title) never meets another worker's cluster.
+pytestmark = pytest.mark.xdist_group("ray")
+
 SMALL = dict(ranks=4, cores=2, tokens=8, topk=2, hidden=4, local_experts=2)
 CASES = [
     ("classic", ("count-not-reset",)),

@@ -4,7 +4,8 @@ The traces: every corpus case (tests/corpus), every stored OpenSHMEM run
 (tests/data/oshmem), and a handful of the accuracy matrix's simulated faulty runs
 (bench/_accuracy_lib.py), one fault of each family with the full manifest and
 bare, and the full ones again cut into one window per launch, so a symptom's cause
-may sit in another window. Each trace is diagnosed once, in-process, and its one
+may sit in another window. Each trace is diagnosed once, in-process (a stored trace's
+report is the one tests/test_corpus.py or tests/test_oshmem.py checks: _stored_reports), and its one
 report rendered in all of analyzer.report.FORMATS (HTML with and without its trace
 facts, text also capped and coloured), each output checked for what its consumer
 needs: json parses and holds every finding, sarif passes the schema and GitHub's
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from _diag_helpers import RULES, make_dataset
+from _stored_reports import group, report_of
 from _sarif_check import check_sarif
 from analyzer.config import Config
 from analyzer.report import FORMATS, render
@@ -122,9 +124,17 @@ def check_every_format(report, facts) -> None:
             assert f'id="root-{f.id}"' in page
 
 
-@pytest.mark.parametrize("trace", CORPUS + OSHMEM, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("trace", [pytest.param(p, marks=group(p)) for p in CORPUS + OSHMEM],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_format_renders_a_stored_trace(trace):
-    check_every_format(*_diagnosed(trace, Config()))
+    # The report test_corpus / test_oshmem check (one diagnose(trace) per process), with this
+    # trace's HTML facts.
+    from analyzer.inputs import as_dataset
+    from analyzer.report._html_facts import gather
+
+    with as_dataset([trace]) as ds:
+        facts = gather(ds)
+    check_every_format(report_of(trace), facts)
 
 
 @pytest.mark.parametrize("protocol,fault,mode", SAMPLE, ids=lambda x: str(x))

@@ -26,6 +26,9 @@ sys.path.insert(0, str(ROOT))
 from hatch_build import NamespaceError, rewrite  # noqa: E402
 
 UV = shutil.which("uv")
+# One worker runs this module under pytest-xdist: the wheel and its environment (the module fixture)
+# are built once.
+pytestmark = pytest.mark.xdist_group("wheel")
 
 
 def test_rewrite_prefixes_our_imports_and_module_names_only():
