@@ -63,21 +63,41 @@ class _Order:
         self.pa, self.pc = P.phases(trace)
         self.w = words(trace)
         self.memo: dict = {}
+        # The pure lookups below are asked again and again along chains of flags (a barrier of
+        # atomics on 16 ranks: millions of times for a few thousand distinct answers), so each
+        # is computed once per view: the questions asked and their order are what they were.
+        self._entries: dict = {}
+        self._waits: dict = {}
+        self._direct: dict = {}
+        self._starts: dict = {}
+        self._needs: dict = {}
+        self._places: dict = {}
+
+    def _place(self, row: int) -> tuple[int, int, int, int, int]:
+        """(launch, rank, core, phase_all, phase_core) of a row as Python ints, once per row asked
+        about: ``direct`` is asked millions of times about a few thousand rows."""
+        found = self._places.get(row)
+        if found is None:
+            found = self._places[row] = (int(self.launch[row]), int(self.rank[row]), int(self.core[row]),
+                                         int(self.pa[row]), int(self.pc[row]))
+        return found
 
     def direct(self, a: int, b: int) -> bool:
         """Program order, a core barrier within a rank, a cross-rank barrier (one launch)."""
-        if self.launch[a] != self.launch[b]:
-            return bool(self.launch[a] < self.launch[b])
-        if self.rank[a] == self.rank[b]:
-            if self.core[a] == self.core[b]:
+        la, ra, ca, pa_a, pc_a = self._place(a)
+        lb, rb, cb, pa_b, pc_b = self._place(b)
+        if la != lb:
+            return la < lb
+        if ra == rb:
+            if ca == cb:
                 return a < b
-            return bool(self.pc[a] < self.pc[b])
-        return bool(self.pa[a] < self.pa[b])
+            return pc_a < pc_b
+        return pa_a < pa_b
 
     def before(self, a: int, b: int, depth: int) -> bool:
         if self.direct(a, b):
             return True
-        if depth == 0 or self.launch[a] != self.launch[b]:
+        if depth == 0 or self._place(a)[0] != self._place(b)[0]:
             return False
         key = (a, b, depth)
         if key not in self.memo:
@@ -87,37 +107,59 @@ class _Order:
 
     def _before_b(self, b: int) -> np.ndarray:
         """The wait_ends of b's rank and launch that happen before b, nearest first."""
-        waits = _rank_waits(self.t, int(self.rank[b]), int(self.launch[b]))
-        core, pc = self.core, self.pc
-        waits = waits[((core[waits] == core[b]) & (waits < b)) | ((core[waits] != core[b]) & (pc[waits] < pc[b]))]
-        return waits[::-1]
+        found = self._waits.get(b)
+        if found is None:
+            waits = _rank_waits(self.t, int(self.rank[b]), int(self.launch[b]))
+            core, pc = self.core, self.pc
+            waits = waits[((core[waits] == core[b]) & (waits < b)) | ((core[waits] != core[b]) & (pc[waits] < pc[b]))]
+            found = self._waits[b] = waits[::-1]
+        return found
 
     def direct_waits(self, b: int, a: int) -> np.ndarray:
         """Waits before b on a word that a's rank writes in the launch (the one-step edges)."""
-        waits = self._before_b(b)
-        mine = [e for e in waits[:4 * DIRECT_WAITS].tolist()
-                if (self.rank[self.entries(e)[0]] == self.rank[a]).any()]
-        return np.array(mine[:DIRECT_WAITS], np.int64)
+        key = (b, int(self.rank[a]))
+        found = self._direct.get(key)
+        if found is None:
+            waits = self._before_b(b)
+            mine = [e for e in waits[:4 * DIRECT_WAITS].tolist() if (self.rank[self.entries(e)[0]] == key[1]).any()]
+            found = self._direct[key] = np.array(mine[:DIRECT_WAITS], np.int64)
+        return found
 
     def waits_before(self, b: int, a: int) -> np.ndarray:
         """The waits tried as b's edge from a: the direct ones, then the nearest others (chains)."""
         direct = self.direct_waits(b, a)
-        rest = [e for e in self._before_b(b)[:NEAREST_WAITS].tolist() if e not in set(direct.tolist())]
+        taken = set(direct.tolist())
+        rest = [e for e in self._before_b(b)[:NEAREST_WAITS].tolist() if e not in taken]
         return np.concatenate((direct, np.array(rest, np.int64)))
 
     def entries(self, e: int):
-        """(rows, ops, values) of the writes of wait_end e's word in its launch."""
-        w = self.w
-        ck = w.ckey(int(self.t.key[e]), int(self.launch[e]))
-        lo, hi = np.searchsorted(w.ck, ck, "left"), np.searchsorted(w.ck, ck, "right")
-        return w.row[lo:hi].astype(np.int64), w.op[lo:hi], w.value[lo:hi]
+        """(rows, ops, values, rows as a list) of the writes of wait_end e's word in its launch."""
+        found = self._entries.get(e)
+        if found is None:
+            w = self.w
+            ck = w.ckey(int(self.t.key[e]), int(self.launch[e]))
+            lo, hi = np.searchsorted(w.ck, ck, "left"), np.searchsorted(w.ck, ck, "right")
+            rows = w.row[lo:hi].astype(np.int64)
+            found = self._entries[e] = (rows, w.op[lo:hi], w.value[lo:hi], rows.tolist())
+        return found
 
     def needs_after(self, e: int, a: int, depth: int) -> bool:
-        """Did the value wait_end e observed need a write that happens after row a?"""
-        rows, ops, vals = self.entries(e)
+        """Did the value wait_end e observed need a write that happens after row a?
+
+        Memoized like ``before``: each asks the other one level shallower only, so no question
+        is ever asked again while its own answer is being worked out, and a stored answer is the
+        one a fresh computation would give."""
+        key = (e, a, depth)
+        found = self._needs.get(key)
+        if found is None:
+            found = self._needs[key] = self._needs_after(e, a, depth)
+        return found
+
+    def _needs_after(self, e: int, a: int, depth: int) -> bool:
+        rows, ops, vals, listed = self.entries(e)
         if not len(rows) or len(rows) > MAX_ENTRIES or (vals == C.NULL64).any():
             return False
-        after = np.array([self.before(a, int(x), depth - 1) for x in rows], bool)
+        after = np.array([self.before(a, x, depth - 1) for x in listed], bool)
         if not after.any():
             return False
         observed = int(self.t["observed"][e])
@@ -126,13 +168,16 @@ class _Order:
             return bool((hit & after).any() and not (hit & ~after).any())
         if not (ops == C.OP_ADD).all():
             return False
-        start = _start_value(self.t, self.w, int(self.t.key[e]), int(self.launch[e]))
+        word = (int(self.t.key[e]), int(self.launch[e]))
+        if word not in self._starts:
+            self._starts[word] = _start_value(self.t, self.w, *word)
+        start = self._starts[word]
         if start is None:
             return False
-        first = np.array([self.before(int(x), e, depth - 1) for x in rows], bool)
+        first = np.array([self.before(x, e, depth - 1) for x in listed], bool)
         if (first & after).any():
             return True
-        later = np.array([self.before(e, int(x), depth - 1) for x in rows], bool)
+        later = np.array([self.before(e, x, depth - 1) for x in listed], bool)
         free = ~first & ~later & ~after
         return not _reachable(vals[free], observed - start - int(vals[first].sum()))
 
