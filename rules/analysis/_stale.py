@@ -206,18 +206,17 @@ def _unreset_groups(view) -> Unreset:
     offset = w.launch_of(idx) - w.lmin  # the launch, from 0
     # Only launches the owner ran to the end: one it never reached (stuck in an earlier
     # launch, or stopped) has had no chance to consume and reset what peers sent it.
-    # A table of (rank, launch) looked up per word: no sort of the unreset words.
+    # (rank, launch) packed into one int64 and looked up per word: no sort of the unreset words by
+    # pairs, and no table of ranks x launches (launch numbers may lie 2^31 apart).
     ranks = int(view.manifest.ranks)
-    done = np.zeros((ranks, w.lspan), bool)
     ends = np.flatnonzero(kind == K_END)
     er, el = view["rank"][ends].astype(np.int64), view["launch"][ends].astype(np.int64) - w.lmin
     ok = (er >= 0) & (er < ranks) & (el >= 0) & (el < w.lspan)
-    done[er[ok], el[ok]] = True
-    for r, L in _passes.incomplete_launches(view):
-        if 0 <= r < ranks and 0 <= L - w.lmin < w.lspan:
-            done[r, L - w.lmin] = False
+    unfinished = [r * w.lspan + (L - w.lmin) for r, L in _passes.incomplete_launches(view)
+                  if 0 <= r < ranks and 0 <= L - w.lmin < w.lspan]
+    done = np.setdiff1d(er[ok] * w.lspan + el[ok], np.array(unfinished, np.int64))
     inside = (owner >= 0) & (owner < ranks)
-    keep = inside & done[np.where(inside, owner, 0), offset]
+    keep = inside & np.isin(np.where(inside, owner, 0) * w.lspan + offset, done)
     idx, owner, offset = idx[keep], owner[keep], offset[keep]
     keep = ~_reset_after_sync(view, w, idx)
     idx, owner, offset = idx[keep], owner[keep], offset[keep]
