@@ -159,14 +159,16 @@ class _Order:
         rows, ops, vals, listed = self.entries(e)
         if not len(rows) or len(rows) > MAX_ENTRIES or (vals == C.NULL64).any():
             return False
-        after = np.array([self.before(a, x, depth - 1) for x in listed], bool)
-        if not after.any():
-            return False
         observed = int(self.t["observed"][e])
         if (ops == C.OP_SET).all():
-            hit = vals == observed
-            return bool((hit & after).any() and not (hit & ~after).any())
+            # Only the writes of the observed value matter: every one of them after a, and one at
+            # least (asked of those alone, stopping at the first that is not after a).
+            hits = [x for x, v in zip(listed, vals.tolist()) if v == observed]
+            return bool(hits) and all(self.before(a, x, depth - 1) for x in hits)
         if not (ops == C.OP_ADD).all():
+            return False
+        after = np.array([self.before(a, x, depth - 1) for x in listed], bool)
+        if not after.any():
             return False
         word = (int(self.t.key[e]), int(self.launch[e]))
         if word not in self._starts:
