@@ -68,12 +68,7 @@ def run(trace: "TraceView", rules: Iterable[type[Rule]],
     held = trace.hits
     for rule in order:
         on_start and on_start(rule)
-        ctx = RuleContext(options=options_for(rule), stages=Stages(trace, rule.code, rule.requires))
-        allow(trace, rule.code, rule.requires)
-        try:
-            hits = list(rule().check(trace, ctx))
-        finally:
-            allow(trace, None, None)
+        hits = check_one(rule, trace, options_for(rule))
         held[rule.code] = hits
         on_rule and on_rule(rule, hits)
     return {rule.code: held[rule.code] for rule in order}
@@ -81,7 +76,8 @@ def run(trace: "TraceView", rules: Iterable[type[Rule]],
 
 def check_one(rule: type[Rule], trace: "TraceView", options: Mapping[str, Any] | None = None) -> list[Hit]:
     """One rule's hits on the view, alone (the rules it cites are not run: their hits are whatever
-    the view already holds), with its declared stages and the guard on: what a rule's fixtures run."""
+    the view already holds), with its declared stages and the guard on: what ``run`` does for each
+    rule, and what a rule's fixtures run."""
     ctx = RuleContext(options=dict(rule.options) if options is None else options,
                       stages=Stages(trace, rule.code, rule.requires))
     allow(trace, rule.code, rule.requires)

@@ -36,14 +36,14 @@ MATCHED_BY = {1: "value", 2: "cmp", 3: "stale value", 4: "first write of the lau
 def release_pairs(trace, drawn: np.ndarray) -> list[tuple[int, int, dict]]:
     """(write row, wait_end row, args) for each drawn wait_end whose releasing write the data names."""
     from ingest.contract import Kind
-    from rules.analysis.core_scan import core_scan
+    from rules.analysis.core_scan import wait_pairs
     from rules.analysis.word_table import word_table
 
     kind = trace["kind"]
     ends = drawn[kind[drawn] == Kind.WAIT_END]
     if not len(ends):
         return []
-    _, e2b = core_scan(trace).wait_pairs()
+    _, e2b = wait_pairs(trace)
     ends = ends[e2b[ends] >= 0]
     begins = e2b[ends].astype(np.int64)
     nw = trace["words"][begins].astype(np.int64)

@@ -7,8 +7,10 @@ on one another one way (``stages.DEPENDS``):
 - ``HappensBefore``: barrier phases (both layouts), quiet completion, drains,
   the flag writes payload puts were still outstanding at;
 - ``WordTable``: every word write into a flag-like region in happens-before
-  order, the flag-sync edges and data-race pairs read from it;
-- ``Producers``: raw and kept counts, ring heads and polls, unreset words;
+  order, the flag-sync edges, data-race pairs and stale flags (words left
+  off reset, waits passed on a leftover) read from it;
+- ``Producers``: raw and kept counts, ring heads kept, rings polled on the
+  wrong channel;
 - ``WaitForGraph``: the stuck waits and barriers, their producers' verdicts,
   the graph and its root causes.
 

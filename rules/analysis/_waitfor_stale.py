@@ -22,11 +22,6 @@ from ._stale import unreset_index
 from .stages import Stage
 
 
-def not_reset_of(trace, owner: int, launch: int) -> list[tuple]:
-    """MT202 keys of the owner's regions left unreset by the launch before ``launch``."""
-    return [k for (o, _, L), (k, _) in unreset_index(trace).items() if o == owner and L == launch - 1]
-
-
 def _by_owner(trace) -> dict[int, list[tuple]]:
     """``unreset_index``'s entries by owner rank, (region, launch, offsets) in its order."""
     def build():

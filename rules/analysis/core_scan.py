@@ -45,6 +45,12 @@ class CoreScan:
         return _passes.incomplete_launches(self.view)
 
 
+def wait_pairs(view) -> tuple[np.ndarray, np.ndarray]:
+    """``CoreScan.wait_pairs`` without the rest of the stage: for a reader of the dataset outside the
+    rules (the timeline), which pairs waits and needs no end states."""
+    return _passes.wait_pairs(view)
+
+
 def core_scan(view) -> CoreScan:
     def build() -> CoreScan:
         state, open_row, last_row, begin, end = scanned(view)
