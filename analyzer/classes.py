@@ -2,18 +2,21 @@
 
 A 64-rank hang is one bug that stops 63 ranks; a stale flag that every core
 of every launch trips is one bug too.  Findings fall into one class when they
-agree on rule code, site, region, root-or-symptom and message shape: the
-message with its numbers abstracted, so "rank 3 core 1 waits on ready[8]" and
-"rank 5 core 0 waits on ready[16]" are the same class.  Ranks, cores,
-launches, offsets and seq numbers never split a class.
+agree on what the defect is, field by field: rule code, site, region,
+root-or-symptom, whether a gap of the trace weakened them, and the defect the
+rule named on its hit (``rules.base.Hit.defect``; empty where the rule words
+one defect).  Ranks, cores, launches, offsets and seq numbers never split a
+class, and neither does the message: a message is for people, so rewording
+one changes no class and no fingerprint.
 
 Computed once per report, after cause linking (``analyzer.causes.link``):
 the class order follows the report order (root classes first), ids are
 C1..Cn in that order, and each class knows the classes it explains and is
 caused by, so a reporter can print one line per class and one SARIF result
-per root class.  The class fingerprint hashes only what the class is (code,
-site, region, shape, root), so a flaky hang that stops rank 17 instead of
-rank 0 on the rerun keeps its fingerprint.
+per root class.  The class fingerprint hashes only those fields, so a flaky
+hang that stops rank 17 instead of rank 0 on the rerun keeps its fingerprint.
+``shape`` (the first member's message with its numbers abstracted) is what a
+person reads of the class; nothing is computed from it.
 """
 
 from __future__ import annotations
@@ -81,8 +84,9 @@ class DefectClass:
     site: int | None
     region: str | None
     source: str | None  # the site's "file:line", where the manifest gives one
-    shape: str
+    shape: str  # the first member's message, numbers abstracted: for people, never for identity
     members: tuple[str, ...]  # finding ids, report order; the first is the representative
+    defect: str = ""  # the defect the rule named on its hits (rules.base.Hit.defect); "" its one defect
     ranks: tuple[int, ...] = ()
     cores: tuple[int, ...] = ()
     launches: tuple[int, ...] = ()
@@ -97,38 +101,30 @@ class DefectClass:
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "code": self.code, "name": self.name, "family": self.family,
                 "severity": self.severity, "root_cause": self.root, "site": self.site, "region": self.region,
-                "source": self.source, "shape": self.shape, "findings": list(self.members),
+                "source": self.source, "shape": self.shape, "defect": self.defect, "findings": list(self.members),
                 "ranks": list(self.ranks), "cores": list(self.cores), "launches": list(self.launches),
                 "explains": list(self.explains), "caused_by": list(self.caused_by),
                 "fingerprint": self.fingerprint}
 
 
 def class_key(f: Finding) -> tuple:
+    """What the class is, from the finding's fields: (code, site, region, root, weakened by a gap, defect)."""
     loc = f.location
-    return (f.code, loc.site, loc.region, f.is_root, _shape(f))
+    return (f.code, loc.site, loc.region, f.is_root, "partial_trace" in f.extra, f.defect)
 
 
-def _shape(f: Finding) -> str:
-    """What the class says the defect is: the defect the rule named, else the message's shape."""
-    return f"defect {f.defect}" if f.defect else message_shape(f.message)
-
-
-def class_fingerprint(code: str, site: int | None, region: str | None, root: bool, shape: str) -> str:
-    """A hash of what the defect is, never of where: no rank, core, launch, offset, seq or line number."""
-    blob = json.dumps([code, site, region, root, shape], separators=(",", ":"))
+def class_fingerprint(key: tuple) -> str:
+    """A hash of what the defect is (``class_key``), never of where or how it is worded: no rank,
+    core, launch, offset, seq, line number or message text."""
+    blob = json.dumps(list(key), separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def group(findings: Sequence[Finding]) -> tuple[tuple[Finding, ...], tuple[DefectClass, ...]]:
     """Each finding with its class id set (``defect_class``), and the classes C1..Cn in report order."""
     members: dict[tuple, list[int]] = {}
-    shapes: dict[str, str] = {}  # many findings repeat a message word for word
     for i, f in enumerate(findings):
-        shape = f"defect {f.defect}" if f.defect else shapes.get(f.message)
-        if shape is None:
-            shape = shapes[f.message] = message_shape(f.message)
-        loc = f.location
-        members.setdefault((f.code, loc.site, loc.region, f.is_root, shape), []).append(i)
+        members.setdefault(class_key(f), []).append(i)
     keys = list(members)  # insertion order is the order of each class's first finding
     cid = {k: f"C{n + 1}" for n, k in enumerate(keys)}
     class_of = {findings[i].id: cid[k] for k, idx in members.items() for i in idx}
@@ -136,9 +132,9 @@ def group(findings: Sequence[Finding]) -> tuple[tuple[Finding, ...], tuple[Defec
     out = []
     for k in keys:
         fs = [findings[i] for i in members[k]]
-        code, site, region, root, shape = k
+        code, site, region, root, _, defect = k
         rep = fs[0]
-        fp = class_fingerprint(code, site, region, root, shape)
+        fp = class_fingerprint(k)
         seen_fp[fp] = seen_fp.get(fp, 0) + 1
         if seen_fp[fp] > 1:  # cannot happen for distinct keys unless sha256 collides; keep them unique anyway
             fp = f"{fp}-{seen_fp[fp]}"
@@ -147,7 +143,8 @@ def group(findings: Sequence[Finding]) -> tuple[tuple[Finding, ...], tuple[Defec
         out.append(DefectClass(
             id=cid[k], code=code, name=rep.name, family=rep.family,
             severity=max((f.severity for f in fs), key=severity_rank), root=root, site=site, region=region,
-            source=next((f.location.source for f in fs if f.location.source), None), shape=shape,
+            source=next((f.location.source for f in fs if f.location.source), None),
+            shape=message_shape(rep.message), defect=defect,
             members=tuple(f.id for f in fs), ranks=_values(fs, "rank"), cores=_values(fs, "core"),
             launches=_values(fs, "launch"), explains=explains, caused_by=causes, fingerprint=fp))
     return tuple(updated(f, defect_class=class_of[f.id]) for f in findings), tuple(out)

@@ -157,7 +157,7 @@ class Finding:
     key: tuple = ()  # the rule's key, for cause links; not part of the report schema
     explains: tuple[str, ...] = ()
     defect_class: str = ""  # the id of its defect class (analyzer.classes), C1..Cn
-    defect: str = ""  # the hit's defect name (rules.base.Hit.defect); not part of the report schema
+    defect: str = ""  # the hit's defect name (rules.base.Hit.defect): its class's identity; in the JSON on the class
 
     @property
     def is_root(self) -> bool:

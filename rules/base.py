@@ -69,10 +69,13 @@ class Hit:
     progress; where a root's ``blocks`` hold every one of them, the place is
     that root's waiter and the finding its symptom, never a second root.
 
-    ``defect`` names the defect within the rule where one rule words one defect
-    in several ways (a raw count of 0 and one of 5): the findings of a rule,
-    site and region that name the same defect are one defect class whatever
-    their messages say (``analyzer.classes``); empty, the message's shape decides.
+    ``defect`` names the defect within the rule, from the hit's fields, where
+    one rule finds more than one kind of defect at a place (a wait whose
+    producer is stuck, one whose producer wrote elsewhere): the findings of a
+    rule, site and region that name the same defect are one defect class, with
+    one fingerprint, whatever their messages say (``analyzer.classes``); empty
+    is the rule's one defect. The message never decides a class: rewording it
+    changes no class and no fingerprint.
     """
 
     code: str

@@ -68,7 +68,7 @@ class StuckWait(Rule):
                         f"the rank's kernel died, and this wait with it")
                 causes = tuple(causes) + (("MT103", own[0]),)
             yield self.hit(msg, rows=rows_of(n), key=n.key, caused_by=causes, blocks=((n.rank, n.core),),
-                           confidence=n.confidence, extra=extra_of(trace, n))
+                           confidence=n.confidence, extra=extra_of(trace, n), defect=defect_of(n))
 
 
 def message(trace, n) -> str:
@@ -92,6 +92,17 @@ def message(trace, n) -> str:
         tail = " (root cause: nothing outside this wait explains it)"
     gaps = f" [gap: {'; '.join(n.gaps)}]" if n.gaps else ""
     return f"{head}: {body}{tail}{gaps}"
+
+
+def defect_of(n) -> str:
+    """The defect the wait shows, from its fields: how it ended, what its blocking producers did
+    (their verdicts' statuses), and whether a cycle or nothing outside it explains it."""
+    if n.cmp < 0:
+        return "timed-out, wait_begin lost"
+    blockers = [v for v in n.verdicts if v.blocker] or n.verdicts
+    what = "timed-out" if n.end_row >= 0 else "never-ended"
+    tail = " cycle" if n.cycle is not None else (" unexplained" if not n.roots else "")
+    return f"{what}: {'+'.join(sorted({v.status for v in blockers}))}{tail}{' gap' if n.gaps else ''}"
 
 
 def rows_of(n) -> tuple:

@@ -61,8 +61,10 @@ class BarrierIncomplete(Rule):
             else:
                 body = "every participant reached it, yet it never left (a lost wake-up)"
             gaps = f" [gap: {'; '.join(n.gaps)}]" if n.gaps else ""
+            # One defect per scope and what the absent participants did (or a lost wake-up).
+            statuses = "+".join(sorted({v.status for v in absent})) or "lost-wakeup"
             yield self.hit(f"{head}: {body}{gaps}", rows=(("stuck barrier", n.row),), key=n.key,
-                           caused_by=n.caused_by, confidence=n.confidence, blocks=((n.rank, n.core),),
+                           defect=f"{scope}: {statuses}{' gap' if n.gaps else ''}", caused_by=n.caused_by, confidence=n.confidence, blocks=((n.rank, n.core),),
                            extra={"class": [n.site, "barrier", scope, n.instance],
                                   "missing": [[v.rank, v.status] for v in absent],
                                   "producers": [v.to_json() for v in n.verdicts],

@@ -92,7 +92,10 @@ class RankStopped(Rule):
             # where one of its cores is the waiter of a root's stuck wait, it spins there (the
             # engine then makes this that root's symptom); a rank that died says more than that.
             stalls = ((rank, None),) if how == "not-started" else ()
+            # One defect per way the rank stopped (and whether the unified API aborted it there).
+            defect = f"{how}{' at an abort' if aborts else ''}{' gap' if gap else ''}"
             yield self.hit(msg, rows=ev, key=key, confidence=conf, location=place, caused_by=aborts, stalls=stalls,
+                           defect=defect,
                            extra={"rank": rank, "how": how, "waiters": [list(n.key) for n in waiters],
                                   "gap": gap})
 

@@ -124,7 +124,10 @@ class CountMismatch(Rule):
             if causes:
                 msg += " (" + "; ".join(_CAUSE_TEXT[c] for c in dict.fromkeys(c for c, _ in causes)) + ")"
             weak = H.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
-            yield self.hit(rows=rows, caused_by=causes, **weak,
+            # One defect per side that recorded the count and per kind of cause that explains it.
+            side = "both" if a >= 0 and b >= 0 else ("not-received" if a >= 0 else "not-announced")
+            defect = "+".join([side, *sorted({c for c, _ in causes})])
+            yield self.hit(rows=rows, caused_by=causes, defect=defect, **weak,
                            key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
                            extra={"launch": L, "sender": i, "receiver": j, "local_expert": e,
                                   "announced": int(va[gi]) if a >= 0 else None,

@@ -195,7 +195,8 @@ def _finding(fid: str, message: str, defect: str = "", rank: int = 0):
 
 def test_a_named_defect_is_one_class_whatever_its_messages_say():
     """Two wordings of one defect (a raw 0 and a raw 5) are one class, and rewording either
-    changes neither the class nor its fingerprint; without a defect name the shapes split them."""
+    changes neither the class nor its fingerprint; two defects a rule names are two classes; a rule
+    that names none has one defect at a place, however its messages differ."""
     from analyzer.classes import group
 
     zero, five = "stored 0 raw: a != 0 poll never ends", "stored 5 raw: it decodes as -6 rows"
@@ -204,5 +205,7 @@ def test_a_named_defect_is_one_class_whatever_its_messages_say():
     _, reworded = group([_finding("F1", "the count 0 went out unencoded", "count-stored-raw"),
                          _finding("F2", five, "count-stored-raw", 1)])
     assert reworded[0].fingerprint == named[0].fingerprint
+    _, two = group([_finding("F1", zero, "count-stored-raw"), _finding("F2", zero, "count-not-reset", 1)])
+    assert len(two) == 2 and two[0].fingerprint != two[1].fingerprint
     _, unnamed = group([_finding("F1", zero), _finding("F2", five, rank=1)])
-    assert len(unnamed) == 2
+    assert len(unnamed) == 1 and unnamed[0].members == ("F1", "F2")

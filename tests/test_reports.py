@@ -19,7 +19,7 @@ from analyzer.report._fmt import compress_ranks
 SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
 FINDING_KEYS = {"id", "code", "family", "name", "severity", "confidence", "message", "location", "evidence",
                 "caused_by", "root_cause", "explains", "class", "fingerprint", "extra"}
-CLASS_KEYS = {"id", "code", "name", "family", "severity", "root_cause", "site", "region", "source", "shape",
+CLASS_KEYS = {"id", "code", "name", "family", "severity", "root_cause", "site", "region", "source", "shape", "defect",
               "findings", "ranks", "cores", "launches", "explains", "caused_by", "fingerprint"}
 LOCATION_KEYS = {"rank", "core", "launch", "region", "offset", "site", "source"}
 EVIDENCE_KEYS = {"role", "rank", "core", "seq", "kind", "values", "source"}
@@ -64,7 +64,7 @@ def test_sarif_rules_and_locations(report, partial_report):
     roots = [c for c in report.classes if c.root]
     for res, c in zip(results, roots):
         assert rules[res["ruleIndex"]]["id"] == c.code and res["level"] == c.severity
-        assert res["partialFingerprints"] == {"moetraceClass/v1": c.fingerprint}
+        assert res["partialFingerprints"] == {"moetraceClass/v2": c.fingerprint}
         assert res["properties"]["classId"] == c.id and res["properties"]["findingIds"] == list(c.members)
     assert route["locations"][0]["physicalLocation"] == {
         "artifactLocation": {"uri": "kernels/dispatch.cc", "uriBaseId": "SRCROOT"}, "region": {"startLine": 88}}

@@ -7,7 +7,7 @@ physicalLocation, as GitHub requires: the kernel's file:line where the
 manifest's sites name one, else the trace given on the command line, line 1
 (``_sarif_paths``).  The device place rides along as a logicalLocation.
 
-Fingerprints are the class's (``moetraceClass/v1``), never a rank's, so a
+Fingerprints are the class's (``moetraceClass/v2``), never a rank's, so a
 flaky hang that stops another rank on the rerun matches the same alert.
 GitHub's limits are kept (``MAX_RESULTS``, ``MAX_LOCATIONS``,
 ``MAX_GZIP_BYTES``): what is left out is counted in a notification.
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rules.base import Rule
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-FINGERPRINT_KEY = "moetraceClass/v1"
+FINGERPRINT_KEY = "moetraceClass/v2"
 # GitHub code scanning: a run over 25,000 results is rejected and only the top 5,000 are kept; a result
 # may have 1,000 locations (related ones counted here too); an upload may be 10 MB gzipped.
 MAX_RESULTS = 5000
