@@ -24,7 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from array import array
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from .finding import Finding, severity_rank, updated
@@ -73,7 +74,11 @@ _DIGIT_TO_HASH = str.maketrans("0123456789", "#" * 10)
 
 @dataclass(frozen=True)
 class DefectClass:
-    """One defect, at every place it was found: its findings, in report order."""
+    """One defect, at every place it was found: its findings, in report order.
+
+    ``members`` are the ids the report lists (its first ``--max-findings``, all of them where the
+    class is smaller); ``size`` and ``severities`` count every finding of the class, listed or not.
+    """
 
     id: str
     code: str
@@ -93,15 +98,22 @@ class DefectClass:
     explains: tuple[str, ...] = ()  # classes of the symptoms its findings explain, transitively
     caused_by: tuple[str, ...] = ()  # classes of its findings' direct causes
     fingerprint: str = ""
+    severities: tuple[int, int, int] = (0, 0, 0)  # how many of its findings are errors, warnings, notes
+    count: int = 0  # its findings, listed or not; 0: as many as it lists
 
     @property
     def size(self) -> int:
-        return len(self.members)
+        return self.count or len(self.members)
+
+    @property
+    def listed_all(self) -> bool:
+        return len(self.members) == self.size
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "code": self.code, "name": self.name, "family": self.family,
                 "severity": self.severity, "root_cause": self.root, "site": self.site, "region": self.region,
-                "source": self.source, "shape": self.shape, "defect": self.defect, "findings": list(self.members),
+                "source": self.source, "shape": self.shape, "defect": self.defect, "count": self.size,
+                "findings": list(self.members),
                 "ranks": list(self.ranks), "cores": list(self.cores), "launches": list(self.launches),
                 "explains": list(self.explains), "caused_by": list(self.caused_by),
                 "fingerprint": self.fingerprint}
@@ -146,8 +158,34 @@ def group(findings: Sequence[Finding]) -> tuple[tuple[Finding, ...], tuple[Defec
             source=next((f.location.source for f in fs if f.location.source), None),
             shape=message_shape(rep.message), defect=defect,
             members=tuple(f.id for f in fs), ranks=_values(fs, "rank"), cores=_values(fs, "core"),
-            launches=_values(fs, "launch"), explains=explains, caused_by=causes, fingerprint=fp))
+            launches=_values(fs, "launch"), explains=explains, caused_by=causes, fingerprint=fp,
+            severities=_severities(fs), count=len(fs)))
     return tuple(updated(f, defect_class=class_of[f.id]) for f in findings), tuple(out)
+
+
+def sample(findings: Sequence[Finding], classes: Sequence[DefectClass], cap: int | None
+           ) -> tuple[tuple[Finding, ...], tuple[DefectClass, ...], array]:
+    """The findings a report lists: each class's first ``cap`` in report order (every one where
+    ``cap`` is None), the classes' ``members`` cut to those; their counts stay exact. Also the
+    class of every finding, listed or not, by its number (F1 is 0): ``Report.class_of_id``.
+
+    A trace with a million stuck waits is a few classes: the report then holds, renders and
+    writes a few hundred findings, not a million (the ids of the others stay in the listed
+    findings' ``explains`` and ``caused_by``, so a root is still a finding with no cause)."""
+    number = {c.id: n for n, c in enumerate(classes)}
+    index = array("i", (number[f.defect_class] for f in findings))
+    if cap is None or all(len(c.members) <= cap for c in classes):
+        return tuple(findings), tuple(classes), index
+    cut = tuple(c if len(c.members) <= cap else replace(c, members=c.members[:cap]) for c in classes)
+    keep = {i for c in cut for i in c.members}
+    return tuple(f for f in findings if f.id in keep), cut, index
+
+
+def _severities(fs: Sequence[Finding]) -> tuple[int, int, int]:
+    n = {"error": 0, "warning": 0, "note": 0}
+    for f in fs:
+        n[f.severity] += 1
+    return n["error"], n["warning"], n["note"]
 
 
 def _values(fs: Sequence[Finding], name: str) -> tuple[int, ...]:

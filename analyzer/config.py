@@ -7,6 +7,7 @@ Keys (the same in both files; moetrace.toml has them at top level)::
     fail-on  = "error"                 # error | warning | note | never
     window-events = 8388608            # traces larger than this are diagnosed a window at a time
     jobs = 1                           # windows diagnosed at once, each in its own process
+    max-findings = 200                 # findings listed per defect class (every format); counts stay exact
     [severity]                         # selector -> level; the most specific selector wins
     MT402 = "warning"
     [options.MT401]                    # per-rule options, checked against Rule.options
@@ -37,7 +38,10 @@ LEVELS = ("error", "warning", "note")
 FAIL_ON = LEVELS + ("never",)
 FAMILIES = tuple(f.value for f in Family)
 CONFIG_FILES = ("moetrace.toml", "pyproject.toml")  # first found in a directory wins
-_KEYS = ("select", "ignore", "severity", "options", "fail-on", "window-events", "jobs")
+_KEYS = ("select", "ignore", "severity", "options", "fail-on", "window-events", "jobs", "max-findings")
+# Findings a report lists per defect class (and classes the text report lists): a million stuck
+# waits are a few classes, and a report of a few hundred findings says all there is to say of them.
+MAX_FINDINGS = 200
 _CODE_PREFIX = re.compile(r"^MT[0-9]{0,3}$")
 
 
@@ -66,6 +70,7 @@ class Config:
     jobs: int = 1  # windows at once, a process each: memory grows with it
     path: Path | None = None  # the file it came from, for error messages
     cli: tuple[str, ...] = ()  # selectors given on the command line, so errors name the right place
+    max_findings: int = MAX_FINDINGS  # findings listed per defect class; the rest are counted
 
     # ---- selection -------------------------------------------------------
     def selects(self, rule: type["Rule"]) -> bool:
@@ -115,7 +120,8 @@ class Config:
 
     def with_overrides(self, select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
                        fail_on: str | None = None, window_events: int | None = None,
-                       jobs: int | None = None, where: str = "command line") -> "Config":
+                       jobs: int | None = None, max_findings: int | None = None,
+                       where: str = "command line") -> "Config":
         """Command-line values: --select replaces the file's select, --ignore adds to its ignore."""
         out = self
         if select:
@@ -130,6 +136,8 @@ class Config:
             out = replace(out, window_events=_positive(window_events, where, "--window-events"))
         if jobs is not None:
             out = replace(out, jobs=_positive(jobs, where, "--jobs"))
+        if max_findings is not None:
+            out = replace(out, max_findings=_positive(max_findings, where, "--max-findings"))
         return out
 
 
@@ -266,7 +274,9 @@ def parse_config(table: Mapping[str, Any], path: str | Path | None = None, prefi
         options[code] = dict(opts)
     window = _positive(table.get("window-events", WINDOW_EVENTS), path, prefix + "window-events")
     jobs = _positive(table.get("jobs", 1), path, prefix + "jobs")
-    return Config(select, ignore, severity, options, fail_on, window, jobs, None if path is None else Path(path))
+    cap = _positive(table.get("max-findings", MAX_FINDINGS), path, prefix + "max-findings")
+    return Config(select, ignore, severity, options, fail_on, window, jobs, None if path is None else Path(path),
+                  max_findings=cap)
 
 
 def _positive(value: Any, path, key: str) -> int:

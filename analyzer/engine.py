@@ -37,14 +37,15 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .causes import link
-from .classes import DefectClass, group
+from .classes import DefectClass, group, sample
 from .config import Config
 from .evidence import findings_of, owned
-from .finding import Finding
+from .finding import Finding, severity_rank
 from .gc_pause import paused
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,6 +106,10 @@ class TraceInfo:
 
 @dataclass(frozen=True)
 class Report:
+    """A diagnosis. ``findings`` are the ones it lists: each defect class's first
+    ``config.max_findings`` in report order (``analyzer.classes.sample``); the classes, the
+    counts, the verdict and the exit code count every finding, listed or not."""
+
     findings: tuple[Finding, ...]
     trace: TraceInfo
     rules: tuple[type["Rule"], ...] = ()  # the rules run, in code order
@@ -113,42 +118,83 @@ class Report:
     started: str = ""  # when the diagnosis began, UTC ISO 8601 (seconds)
     seconds: float = 0.0  # its wall time
     rule_seconds: tuple[tuple[str, float], ...] = ()  # (code, seconds in the rule) where measured in-process
+    class_index: Any = None  # the class number of every finding by its number (F1: 0); None: the listed ones'
 
     def class_of(self, f: Finding) -> DefectClass:
         return self._classes[f.defect_class]
 
-    @property
+    def class_of_id(self, fid: str) -> DefectClass:
+        """The class of any finding of the report by id, listed or not."""
+        if self.class_index is None:
+            return self.class_of(self.by_id(fid))
+        return self.classes[self.class_index[int(fid[1:]) - 1]]
+
+    def listed(self, ids: Iterable[str]) -> list[Finding]:
+        """The findings of ``ids`` that the report lists, in the order given."""
+        have = self._ids
+        return [have[i] for i in ids if i in have]
+
+    @cached_property  # a frozen dataclass without slots: the value goes to the instance's __dict__
     def _classes(self) -> dict[str, DefectClass]:
         return {c.id: c for c in self.classes}
 
     def by_id(self, fid: str) -> Finding:
         return self._ids[fid]
 
-    @property
+    @cached_property
     def _ids(self) -> dict[str, Finding]:
         return {f.id: f for f in self.findings}
 
     @property
     def roots(self) -> list[Finding]:
+        """The root causes the report lists."""
         return [f for f in self.findings if f.is_root]
 
+    @property
+    def complete(self) -> bool:
+        """Does it list every finding (no class cut to ``--max-findings``)?"""
+        return all(c.listed_all for c in self.classes)
+
     def failing(self, fail_on: str | None = None) -> list[Finding]:
+        """The listed findings at or above the fail-on level; ``failing_count`` counts them all."""
         level = fail_on or self.config.fail_on
         return [] if level == "never" else [f for f in self.findings if f.at_or_above(level)]
 
+    def failing_count(self, fail_on: str | None = None) -> int:
+        level = fail_on or self.config.fail_on
+        if level == "never":
+            return 0
+        by = self.counts()["by_severity"]
+        return sum(n for sev, n in by.items() if severity_rank(sev) >= severity_rank(level))
+
     def exit_code(self, fail_on: str | None = None) -> int:
-        return 1 if self.failing(fail_on) else 0
+        return 1 if self.failing_count(fail_on) else 0
 
     def counts(self) -> dict[str, Any]:
         fam: dict[str, int] = {}
         sev = {"error": 0, "warning": 0, "note": 0}
-        for f in self.findings:
-            fam[f.family] = fam.get(f.family, 0) + 1
-            sev[f.severity] += 1
-        roots = sum(1 for f in self.findings if f.is_root)
-        return {"findings": len(self.findings), "root_causes": roots, "symptoms": len(self.findings) - roots,
+        if self.classes or not self.findings:
+            for c in self.classes:
+                fam[c.family] = fam.get(c.family, 0) + c.size
+                for level, n in zip(sev, c.severities if any(c.severities) else _severities_of(self, c)):
+                    sev[level] += n
+            total = sum(c.size for c in self.classes)
+            roots = sum(c.size for c in self.classes if c.root)
+        else:  # findings not grouped (a report built by hand): count them
+            for f in self.findings:
+                fam[f.family] = fam.get(f.family, 0) + 1
+                sev[f.severity] += 1
+            total = len(self.findings)
+            roots = sum(1 for f in self.findings if f.is_root)
+        return {"findings": total, "root_causes": roots, "symptoms": total - roots,
                 "classes": len(self.classes), "root_classes": sum(1 for c in self.classes if c.root),
-                "by_severity": sev, "by_family": dict(sorted(fam.items()))}
+                "by_severity": sev, "by_family": dict(sorted(fam.items())), "listed": len(self.findings)}
+
+
+def _severities_of(report: Report, c: DefectClass) -> tuple[int, int, int]:
+    """A class built without its counts (by hand, in a test): its listed members' severities."""
+    fs = report.listed(c.members)
+    return tuple(sum(1 for f in fs if f.severity == level) for level in ("error", "warning", "note"))
 
 
 # --------------------------------------------------------------------------
@@ -223,9 +269,10 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
                      ranks=ds.manifest.ranks, cores=ds.manifest.cores, events=total,
                      ranks_missing=tuple(ds.report.ranks_missing), lost=tuple(lost))
     with paused():
-        findings, classes = group(link(drafts))
+        findings, classes, index = sample(*group(link(drafts)), config.max_findings)
+    del drafts
     return Report(findings, info, tuple(selected), config, classes=classes, started=started,
-                  seconds=time.perf_counter() - t0, rule_seconds=tuple(times.items()))
+                  seconds=time.perf_counter() - t0, rule_seconds=tuple(times.items()), class_index=index)
 
 
 def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,

@@ -103,13 +103,16 @@ class Trace:
             cur.close()
 
     def diagnose(self, select: str | Sequence[str] | None = None,
-                 ignore: str | Sequence[str] | None = None) -> "Diagnosis":
-        """Run the rules (the config's, narrowed by ``select`` / ``ignore``: codes, prefixes or families)."""
+                 ignore: str | Sequence[str] | None = None, max_findings: int | None = None) -> "Diagnosis":
+        """Run the rules (the config's, narrowed by ``select`` / ``ignore``: codes, prefixes or families).
+        ``max_findings``: findings listed per defect class (the config's max-findings, else 200); the
+        counts stay exact."""
         from dataclasses import replace
 
         from analyzer.engine import diagnose
 
-        config = self.config.with_overrides(select=_codes(select), ignore=_codes(ignore), where="moetrace.diagnose")
+        config = self.config.with_overrides(select=_codes(select), ignore=_codes(ignore), max_findings=max_findings,
+                                            where="moetrace.diagnose")
         report = diagnose([self.path], config)
         return Diagnosis(replace(report, trace=replace(report.trace, inputs=self.inputs)))
 
@@ -148,7 +151,8 @@ class Diagnosis:
         return self.report.by_id(fid)
 
     def findings(self) -> "pl.DataFrame":
-        """One row per finding, in report order (roots first); ``class`` its defect class, ``root`` true for a root cause."""
+        """One row per listed finding (each class's first ``max_findings``), in report order (roots first);
+        ``class`` its defect class, ``root`` true for a root cause."""
         import polars as pl
 
         rows = [(f.id, f.code, f.family, f.name, f.severity, f.confidence, f.location.rank, f.location.core,

@@ -209,3 +209,46 @@ def test_a_named_defect_is_one_class_whatever_its_messages_say():
     assert len(two) == 2 and two[0].fingerprint != two[1].fingerprint
     _, unnamed = group([_finding("F1", zero), _finding("F2", five, rank=1)])
     assert len(unnamed) == 1 and unnamed[0].members == ("F1", "F2")
+
+
+def test_a_capped_report_lists_a_sample_and_counts_every_finding(hang64, tmp_path):
+    """--max-findings: each class lists its first N findings; counts, verdict, exit code and every
+    format still speak of all 64 (issue 19: findings as a sample until a report prints them)."""
+    from dataclasses import replace
+
+    from analyzer.classes import sample
+
+    findings, classes, index = sample(hang64.findings, hang64.classes, 5)
+    capped = replace(hang64, findings=findings, classes=classes, class_index=index,
+                     config=replace(hang64.config, max_findings=5))
+    assert len(capped.findings) == 1 + 5 and [c.size for c in capped.classes] == [1, 63]
+    assert capped.counts() == {**hang64.counts(), "listed": 6} and capped.exit_code() == hang64.exit_code() == 1
+    assert not capped.complete and hang64.complete
+    assert capped.class_of_id("F64").id == "C2"  # a finding the report does not list still has its class
+    doc = json.loads(render(capped, "json"))
+    waits = doc["classes"][1]
+    assert waits["count"] == 63 and len(waits["findings"]) == 5 and doc["summary"]["findings"] == 64
+    assert doc["summary"]["listed"] == 6 and doc["summary"]["max_findings"] == 5 and doc["summary"]["failing"] == 64
+    assert len(doc["findings"][0]["explains"]) == 63  # the root still names every symptom it explains
+    text = render(capped, "text")
+    assert "C2 error MT101 stuck-wait, symptom of C1: 63 findings on ranks 1-63" in text
+    assert "explains 63 symptoms:" in text and "(58 not listed" not in text
+    assert "64 findings in 2 classes" in text and "(6 listed, at most 5 a class)" in text
+    sarif_doc = check_sarif(render(capped, "sarif"))
+    (result,) = sarif_doc["runs"][0]["results"]
+    assert "explains 63 symptoms: 63 x MT101 stuck-wait" in result["message"]["text"]
+    assert len(result["relatedLocations"]) == 5
+    assert "<failure" in render(capped, "junit") and "58 more of this class not listed" in render(capped, "junit")
+    assert "All findings (64)" in render(capped, "html")
+
+
+def test_max_findings_reaches_every_format_from_the_command_line(hang64, tmp_path):
+    ds = _simulate(tmp_path, 16, 0)
+    r = run_cli("diagnose", ds, "--format", "json", "--max-findings", "3")
+    assert r.code == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["summary"]["findings"] == 16 and doc["summary"]["listed"] == 4
+    assert [c["count"] for c in doc["classes"]] == [1, 15] and len(doc["classes"][1]["findings"]) == 3
+    (tmp_path / "pyproject.toml").write_text("[tool.moetrace]\nmax-findings = 2\n")
+    r = run_cli("diagnose", ds, "--format", "sarif", "--config", tmp_path / "pyproject.toml")
+    assert r.code == 1 and len(json.loads(r.stdout)["runs"][0]["results"][0]["relatedLocations"]) == 2

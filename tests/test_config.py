@@ -126,4 +126,4 @@ def test_file_errors(tmp_path):
     pp.write_text('[tool.moetrace]\nselect = "MT1"\nbogus = 1\n')
     with pytest.raises(ConfigError) as e:
         load_config(pp)
-    assert str(e.value) == f"{pp}: tool.moetrace.bogus: unknown key (expected one of select, ignore, severity, options, fail-on, window-events, jobs)"
+    assert str(e.value) == f"{pp}: tool.moetrace.bogus: unknown key (expected one of select, ignore, severity, options, fail-on, window-events, jobs, max-findings)"

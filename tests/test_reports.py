@@ -19,7 +19,7 @@ from analyzer.report._fmt import compress_ranks
 SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
 FINDING_KEYS = {"id", "code", "family", "name", "severity", "confidence", "message", "location", "evidence",
                 "caused_by", "root_cause", "explains", "class", "fingerprint", "extra"}
-CLASS_KEYS = {"id", "code", "name", "family", "severity", "root_cause", "site", "region", "source", "shape", "defect",
+CLASS_KEYS = {"id", "code", "name", "family", "severity", "root_cause", "site", "region", "source", "shape", "defect", "count",
               "findings", "ranks", "cores", "launches", "explains", "caused_by", "fingerprint"}
 LOCATION_KEYS = {"rank", "core", "launch", "region", "offset", "site", "source"}
 EVIDENCE_KEYS = {"role", "rank", "core", "seq", "kind", "values", "source"}

@@ -72,7 +72,7 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
         local = [p for p in inputs[:1] if isinstance(p, Path)]  # a URL has no config beside it
         config = load_config(config_path, search_from=[*local, Path.cwd()])
         config = config.with_overrides(select=select, ignore=ignore, fail_on=fail_on, window_events=window_events,
-                                       jobs=jobs)
+                                       jobs=jobs, max_findings=max_findings)
         with Bars(enabled=progress) as bars:  # events read and written, windows and rules run
             if fmt == "html":
                 report, extra = _with_facts(inputs, config, bars, executor)
@@ -83,8 +83,8 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
         return 2
     sink = out if out is not None else sys.stdout
     color = (fmt == "text" and output is None and _isatty(sink) and "NO_COLOR" not in os.environ)
-    if fmt == "text" and max_findings is not None:
-        extra["max_findings"] = max_findings
+    if fmt == "text":
+        extra["max_findings"] = config.max_findings
     if fmt == "sarif" and source_root is not None:
         extra["source_root"] = source_root
     text = render(report, fmt, fail_on=config.fail_on, color=color, **extra)
@@ -164,8 +164,10 @@ def register(app: typer.Typer) -> None:
             "--jobs", "-j", metavar="N", help="Diagnose N windows at once, a process each (default: the "
                                              "config's jobs, else 1); memory grows with N.")] = None,
         max_findings: Annotated[Optional[int], typer.Option(
-            "--max-findings", metavar="N", min=1, help="Text: list at most N defect classes and print at most N "
-                                                       "findings in full; the rest are counted (default 200).")] = None,
+            "--max-findings", metavar="N", min=1, help="List at most N findings of each defect class (every "
+                                                       "format; the text report also lists at most N classes); the "
+                                                       "rest are counted exactly (default: the config's "
+                                                       "max-findings, else 200).")] = None,
         source_root: Annotated[Optional[Path], typer.Option(
             "--source-root", metavar="DIR", help="SARIF: where the manifest's relative source paths sit in the "
                                                  "repository (the current directory), e.g. csrc.")] = None,

@@ -38,7 +38,8 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
     roots = report.roots  # the JSON report's root causes, as the text report lists them
     by_id = {f.id: f for f in report.findings}
     t = report.trace
-    failing = bool(report.failing(fail_on))
+    failing = report.failing_count(fail_on) > 0
+    total = report.counts()["findings"]
     body = [f'<header><h1>moetrace diagnose</h1><p class="inputs">{escape(", ".join(t.inputs))}</p>',
             f'<p>protocol {escape(t.protocol or "?")}, {plural(t.ranks, "rank")} x {plural(t.cores, "core")}, '
             f'{t.events:,} events, {plural(len(report.rules), "rule")} run</p>']
@@ -53,18 +54,18 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
     if not roots:
         body.append('<p class="none">No root cause: no findings.</p>')
     for f in roots[:MAX_FINDINGS]:
-        body.append(_root(f, by_id))
+        body.append(_root(f, by_id, report))
     if len(roots) > MAX_FINDINGS:
         body.append(f'<p class="none">... and {len(roots) - MAX_FINDINGS:,} more root causes '
-                    f'(moetrace diagnose --format json has every one).</p>')
+                    f'(moetrace diagnose --format json lists them).</p>')
     body.append("</section>")
     body.append(f'<div class="panels">{_stops(facts)}{_heatmaps(facts)}</div>')
-    body.append(f'<section id="findings"><h2>All findings ({len(report.findings)})</h2>')
+    body.append(f'<section id="findings"><h2>All findings ({total:,})</h2>')
     for f in report.findings[:MAX_FINDINGS]:
         body.append(_finding(f))
-    if len(report.findings) > MAX_FINDINGS:
-        body.append(f'<p class="none">... and {len(report.findings) - MAX_FINDINGS:,} more findings '
-                    f'(moetrace diagnose --format json has every one).</p>')
+    if total > min(MAX_FINDINGS, len(report.findings)):
+        body.append(f'<p class="none">... and {total - min(MAX_FINDINGS, len(report.findings)):,} more findings '
+                    f'(moetrace diagnose --format json lists up to --max-findings of each class).</p>')
     body.append("</section>")
     tool = tool_info()
     body.append(f'<footer>{escape(tool["name"])} {escape(tool["version"])}</footer>')
@@ -77,7 +78,7 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
 def _title(report: "Report", roots: list["Finding"]) -> str:
     if not report.findings:
         return "clean"
-    return f"{plural(len(roots), 'root cause')}, {plural(len(report.findings), 'finding')}"
+    return f"{plural(len(roots), 'root cause')}, {plural(report.counts()['findings'], 'finding')}"
 
 
 def _head(f: "Finding") -> str:
@@ -87,7 +88,7 @@ def _head(f: "Finding") -> str:
             f'<span class="family">({escape(f.family)})</span>{conf}')
 
 
-def _root(f: "Finding", by_id: dict) -> str:
+def _root(f: "Finding", by_id: dict, report: "Report") -> str:
     out = [f'<article class="root" id="root-{escape(f.id)}"><h3>{_head(f)}</h3>',
            f'<p class="message">{escape(f.message)}</p>', f'<p class="at">at {escape(f.location.text())}</p>',
            _evidence(f)]
@@ -95,29 +96,35 @@ def _root(f: "Finding", by_id: dict) -> str:
         out.append(f'<h4>explains {plural(len(f.explains), "symptom")}: the wait-for graph</h4>'
                    '<p class="legend">an arrow runs from a symptom to what it waits for</p>')
         out.append(f'<div class="graph-box">{graph(f, by_id)}</div>')
-        out.append(_symptom_list(f, by_id))
+        out.append(_symptom_list(f, report))
     out.append("</article>")
     return "".join(out)
 
 
-def _symptom_list(root: "Finding", by_id: dict) -> str:
-    """One line per symptom class, as the text report groups them, each linking to its findings."""
+def _symptom_list(root: "Finding", report: "Report") -> str:
+    """One line per symptom class, as the text report groups them, each linking to its listed findings."""
     from .text import _class_of, _class_text
 
     groups: dict = {}
     for sid in root.explains:
-        s = by_id[sid]
-        groups.setdefault((s.code, s.defect_class), []).append(s)
+        c = report.class_of_id(sid)
+        groups.setdefault((c.code, c.id), []).append(sid)
     items = []
-    for (code, _), members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+    for (code, cid), ids in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        members = report.listed(ids)
+        shown = ", ".join(f'<a href="#{escape(m.id)}">{escape(m.id)}</a>' for m in members[:8])
+        more = f" ... ({len(ids) - min(8, len(members))} more)" if len(ids) > min(8, len(members)) else ""
+        if not members:  # none listed (--max-findings): the class says what they are
+            c = report.class_of_id(ids[0])
+            items.append(f"<li><b>{len(ids)} x {escape(code)} {escape(c.name)}</b> ({escape(cid)}): "
+                         f"{escape(c.shape)}<br><span class=\"ids\">{escape(', '.join(ids[:8]))}{more}</span></li>")
+            continue
         rep = members[0]
         ranks = {m.location.rank for m in members if m.location.rank is not None}
         where = f" on {'rank' if len(ranks) == 1 else 'ranks'} {compress_ranks(ranks)}" if ranks else ""
-        ids = ", ".join(f'<a href="#{escape(m.id)}">{escape(m.id)}</a>' for m in members[:8])
-        more = f" ... ({len(members) - 8} more)" if len(members) > 8 else ""
-        items.append(f"<li><b>{len(members)} x {escape(code)} {escape(rep.name)}</b>{escape(where)}: "
+        items.append(f"<li><b>{len(ids)} x {escape(code)} {escape(rep.name)}</b>{escape(where)}: "
                      f"{escape(_class_text(rep, _class_of(rep)))}<br><span class=\"eg\">e.g. {escape(rep.message)}"
-                     f"</span><br><span class=\"ids\">{ids}{more}</span></li>")
+                     f"</span><br><span class=\"ids\">{shown}{more}</span></li>")
     return f'<ul class="symptoms">{"".join(items)}</ul>'
 
 

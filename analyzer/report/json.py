@@ -32,15 +32,15 @@ def tool_info() -> dict[str, str]:
 
 def to_json(report: "Report", fail_on: str | None = None) -> dict[str, Any]:
     fail_on = fail_on or report.config.fail_on
-    failing = report.failing(fail_on)
+    failing = report.failing_count(fail_on)
     return {
         "version": VERSION,
         "tool": tool_info(),
         "trace": report.trace.to_json(),
         "rules": [{"code": r.code, "name": r.name, "family": _v(r.family), "severity": _v(r.severity)}
                   for r in report.rules],
-        "summary": {**report.counts(), "fail_on": fail_on, "failing": len(failing),
-                    "exit_code": 1 if failing else 0},
+        "summary": {**report.counts(), "max_findings": report.config.max_findings, "fail_on": fail_on,
+                    "failing": failing, "exit_code": 1 if failing else 0},
         "classes": [c.to_json() for c in report.classes],
         "findings": [f.to_json() for f in report.findings],
     }

@@ -17,6 +17,8 @@ import re
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
+from analyzer.finding import severity_rank
+
 from ._fmt import compress_ranks, plural
 from ._sarif_paths import Paths
 
@@ -35,7 +37,6 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 def render(report: "Report", *, fail_on: str | None = None, color: bool = False) -> str:
     fail_on = fail_on or report.config.fail_on
     failing_ids = {f.id for f in report.failing(fail_on)}
-    by_id = {f.id: f for f in report.findings}
     rules = {r.code: r for r in report.rules}
     seconds = dict(report.rule_seconds)
     per_rule: dict[str, int] = {}
@@ -43,7 +44,7 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False)
         per_rule[c.code] = per_rule.get(c.code, 0) + 1
     clean = [code for code in rules if code not in per_rule]
     tests = len(report.classes) + len(clean)
-    failures = sum(1 for c in report.classes if any(m in failing_ids for m in c.members))
+    failures = sum(1 for c in report.classes if _failing(c, fail_on))
     paths = Paths(report.trace.inputs)
 
     root = ET.Element("testsuites", name="moetrace", tests=str(tests), failures=str(failures), errors="0",
@@ -55,7 +56,7 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False)
                         ("partial-trace", "true" if report.trace.partial else "false")):
         ET.SubElement(props, "property", name=name, value=value)
     for c in report.classes:
-        members = [by_id[i] for i in c.members]
+        members = report.listed(c.members)
         file, line = _file_line(c, paths)
         time = seconds.get(c.code, 0.0) / per_rule[c.code]
         case = ET.SubElement(suite, "testcase", classname=f"moetrace.{c.family}.{c.code}", name=_name(c),
@@ -63,11 +64,11 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False)
         bad = [f for f in members if f.id in failing_ids]
         rest = [f for f in members if f.id not in failing_ids]
         if bad:
-            fail = ET.SubElement(case, "failure", type=c.code,
-                                 message=f"{plural(len(bad), 'finding')} at or above {fail_on}: {members[0].message}")
-            fail.text = _lines(bad)
+            fail = ET.SubElement(case, "failure", type=c.code, message=f"{plural(_failing(c, fail_on), 'finding')} "
+                                 f"at or above {fail_on}: {members[0].message}")
+            fail.text = _lines(bad) + _unlisted(c)
         if rest:
-            ET.SubElement(case, "system-out").text = _lines(rest)
+            ET.SubElement(case, "system-out").text = _lines(rest) + ("" if bad else _unlisted(c))
     for code in clean:
         rule = rules[code]
         file, line = paths.trace_file(), 1
@@ -122,10 +123,22 @@ def _path(uri: str) -> str:
     return unquote(urlparse(uri).path) if uri.startswith("file:") else unquote(uri)
 
 
+def _failing(c: "DefectClass", fail_on: str) -> int:
+    """How many of the class's findings, listed or not, are at or above ``fail_on``."""
+    if fail_on == "never":
+        return 0
+    return sum(n for level, n in zip(("error", "warning", "note"), c.severities)
+               if severity_rank(level) >= severity_rank(fail_on))
+
+
+def _unlisted(c: "DefectClass") -> str:
+    return "" if c.listed_all else f"... and {c.size - len(c.members):,} more of this class not listed (--max-findings)\n"
+
+
 def _lines(fs: list["Finding"]) -> str:
     out = [_line(f) for f in fs[:_MAX_LINES]]
     if len(fs) > _MAX_LINES:
-        out.append(f"... and {len(fs) - _MAX_LINES} more (--format json has every one); ranks "
+        out.append(f"... and {len(fs) - _MAX_LINES} more (--format json lists them); ranks "
                    f"{compress_ranks({f.location.rank for f in fs if f.location.rank is not None})}")
     return "\n".join(out) + "\n"
 

@@ -49,9 +49,8 @@ def to_sarif(report: "Report", fail_on: str | None = None, *, source_root: str |
     paths = Paths(report.trace.inputs, source_root)
     rules = list(report.rules)
     index = {r.code: i for i, r in enumerate(rules)}
-    by_id = {f.id: f for f in report.findings}
     roots = [c for c in report.classes if c.root]
-    results = [_result(c, by_id, report, index, paths) for c in roots[:MAX_RESULTS]]
+    results = [_result(c, report, index, paths) for c in roots[:MAX_RESULTS]]
     notes = [{"level": "warning", "message": {"text": f"partial trace: {g}"}} for g in report.trace.gap_lines()]
     run: dict[str, Any] = {
         "tool": {"driver": {"name": info["name"], "version": info["version"],
@@ -67,12 +66,12 @@ def to_sarif(report: "Report", fail_on: str | None = None, *, source_root: str |
     kept = _fit(doc, max_gzip_bytes)
     left = len(roots) - kept
     if left:
-        shown = sum(c.size + len({s for m in c.members for s in by_id[m].explains}) for c in roots[:kept])
+        shown = sum(c.size + len({s for m in report.listed(c.members) for s in m.explains}) for c in roots[:kept])
         notes.append({"level": "warning", "message": {"text": (
             f"{plural(left, 'result')} of {len(roots)} left out to stay within GitHub code scanning's limits "
             f"({MAX_RESULTS:,} results, {max_gzip_bytes / 2**20:.0f} MB gzipped): the results kept cover "
-            f"{shown:,} of {len(report.findings):,} findings, most severe first; "
-            "moetrace diagnose --format json has every one")}})
+            f"{shown:,} of {report.counts()['findings']:,} findings, most severe first; "
+            "moetrace diagnose --format json lists them")}})
         run["properties"]["resultsOmitted"] = left
     if notes:
         run["invocations"][0]["toolExecutionNotifications"] = notes
@@ -121,19 +120,20 @@ def rule_descriptor(rule: type["Rule"]) -> dict[str, Any]:
     return desc
 
 
-def _result(c: "DefectClass", by_id: dict[str, "Finding"], report: "Report", index: dict[str, int],
+def _result(c: "DefectClass", report: "Report", index: dict[str, int],
             paths: Paths) -> dict[str, Any]:
-    members = [by_id[i] for i in c.members]
+    members = report.listed(c.members)
     rep = members[0]
     symptoms = list(dict.fromkeys(s for m in members for s in m.explains))
-    level = max([c.severity] + [by_id[s].severity for s in symptoms], key=severity_rank)
-    places = [(m, True) for m in members[1:]] + [(by_id[s], False) for s in symptoms]
+    # A symptom's level is its class's where the report does not list it (--max-findings).
+    level = max([c.severity] + [report.class_of_id(s).severity for s in symptoms], key=severity_rank)
+    places = [(m, True) for m in members[1:]] + [(f, False) for f in report.listed(symptoms)]
     omitted = max(0, len(places) - (MAX_LOCATIONS - 1))
     related = [(f, f"same defect at {f.location.text()}: {f.message}" if same else
                 f"symptom {f.id} {f.code} {f.name} at {f.location.text()}: {f.message}")
                for f, same in places[:MAX_LOCATIONS - 1]]
     res: dict[str, Any] = {
-        "ruleId": c.code, "level": level, "message": {"text": _message(c, rep, symptoms, by_id, report)},
+        "ruleId": c.code, "level": level, "message": {"text": _message(c, rep, symptoms, report)},
         "locations": [_location(rep.location, paths)],
         "partialFingerprints": {FINGERPRINT_KEY: c.fingerprint},
     }
@@ -152,20 +152,21 @@ def _result(c: "DefectClass", by_id: dict[str, "Finding"], report: "Report", ind
     return res
 
 
-def _message(c: "DefectClass", rep: "Finding", symptoms: Sequence[str], by_id: dict[str, "Finding"],
-             report: "Report") -> str:
+def _message(c: "DefectClass", rep: "Finding", symptoms: Sequence[str], report: "Report") -> str:
     text = rep.message
     if c.size > 1:
         text += f" (and {plural(c.size - 1, 'more place')} like it: ranks {compress_ranks(c.ranks)})"
     if symptoms:
-        groups: dict[str, list["Finding"]] = {}
+        groups: dict[str, list[str]] = {}
         for s in symptoms:
-            groups.setdefault(by_id[s].defect_class, []).append(by_id[s])
+            groups.setdefault(report.class_of_id(s).id, []).append(s)
         parts = []
-        for members in sorted(groups.values(), key=lambda ms: -len(ms))[:5]:
-            ranks = {m.location.rank for m in members if m.location.rank is not None}
+        for ids in sorted(groups.values(), key=lambda ms: -len(ms))[:5]:
+            listed = report.listed(ids)
+            cls = report.class_of_id(ids[0])
+            ranks = {m.location.rank for m in listed if m.location.rank is not None}
             where = f" on ranks {compress_ranks(ranks)}" if ranks else ""
-            parts.append(f"{len(members)} x {members[0].code} {members[0].name}{where}")
+            parts.append(f"{len(ids)} x {cls.code} {cls.name}{where}")
         more = f", and {len(groups) - 5} more kinds" if len(groups) > 5 else ""
         text += f"; explains {plural(len(symptoms), 'symptom')}: {', '.join(parts)}{more}"
     return text

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from analyzer.config import MAX_FINDINGS
+
 from ._fmt import compress_ranks, plural
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,7 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from analyzer.engine import Report
     from analyzer.finding import Finding
 
-MAX_FINDINGS = 200  # classes listed and findings printed in full, by default (--max-findings)
 _MAX_EVIDENCE = 8
 _CMPS = ("eq", "ne", "gt", "ge", "lt", "le")
 _MAX_IDS = 6
@@ -55,7 +56,6 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
         lines.extend(f"  - {g}" for g in t.gap_lines())
     else:
         lines.append("complete trace: no events lost, every rank present")
-    by_id = {f.id: f for f in report.findings}
     classes = report.classes
     if classes:
         roots = [c for c in classes if c.root]
@@ -67,7 +67,7 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
         n_roots = sum(c.size for c in roots)
         lines += ["", paint(f"ROOT CAUSES ({n_roots} in {plural(len(roots), 'class', 'classes')})", "head")]
         for c in roots[:max_findings]:
-            lines += [""] + _root_class(c, by_id, report, paint)
+            lines += [""] + _root_class(c, report, paint)
         lines += _more(roots[max_findings:], max_findings)
     lines += ["", _summary(report, fail_on)]
     return "\n".join(lines) + "\n"
@@ -78,7 +78,7 @@ def _more(rest: Sequence["DefectClass"], cap: int) -> list[str]:
         return []
     n = sum(c.size for c in rest)
     return [f"  ... and {plural(len(rest), 'more class', 'more classes')} ({plural(n, 'finding')}) not printed "
-            f"(--max-findings {cap}; --format json has every one)"]
+            f"(--max-findings {cap}; --format json lists {cap} of each class)"]
 
 
 def _where(c: "DefectClass") -> str:
@@ -110,17 +110,18 @@ def _class_line(c: "DefectClass", paint: _Paint) -> str:
             f"{plural(c.size, 'finding')} {_where(c)}{tail}{explains}")
 
 
-def _root_class(c: "DefectClass", by_id: dict[str, "Finding"], report: "Report", paint: _Paint) -> list[str]:
-    members = [by_id[i] for i in c.members]
+def _root_class(c: "DefectClass", report: "Report", paint: _Paint) -> list[str]:
+    members = report.listed(c.members)
     out = [paint(f"{c.id}: {c.size} x {c.code} {c.name} {_where(c)}", "head")]
     out += _finding(members[0], paint)
     if c.size > 1:
+        unlisted = "" if c.listed_all else f" ({c.size - len(c.members):,} not listed: --max-findings)"
         out.append(f"  and {plural(c.size - 1, 'more place')} like it: "
-                   + paint(f"ids: {_ids(m.id for m in members[1:])}", "dim"))
+                   + paint(f"ids: {_ids(m.id for m in members[1:])}{unlisted}", "dim"))
     explained: dict[str, None] = {}
     for m in members:
         explained.update(dict.fromkeys(m.explains))
-    out += _symptoms([by_id[s] for s in explained], report, paint)
+    out += _symptoms(list(explained), report, paint)
     return out
 
 
@@ -154,13 +155,14 @@ _CONF_TEXT = {
 }
 
 
-def _symptoms(symptoms: list["Finding"], report: "Report", paint: _Paint) -> list[str]:
-    """The symptoms a root class explains, one group per defect class, STAT-style."""
+def _symptoms(symptoms: list[str], report: "Report", paint: _Paint) -> list[str]:
+    """The symptoms (ids) a root class explains, one group per defect class, STAT-style; counted
+    whether the report lists them or not, shown by the ones it lists."""
     if not symptoms:
         return []
-    groups: dict[str, list["Finding"]] = {}
+    groups: dict[str, list[str]] = {}
     for s in symptoms:
-        groups.setdefault(s.defect_class, []).append(s)
+        groups.setdefault(report.class_of_id(s).id, []).append(s)
     out = [f"  explains {plural(len(symptoms), 'symptom')}:"]
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), int(kv[0][1:] or 0)))
     if len(ordered) > _MAX_GROUPS:
@@ -168,13 +170,19 @@ def _symptoms(symptoms: list["Finding"], report: "Report", paint: _Paint) -> lis
         ordered = ordered[:_MAX_GROUPS]
     else:
         rest = []
-    for cid, members in ordered:
-        rep = members[0]
-        rank_set = {m.location.rank for m in members if m.location.rank is not None}
+    for cid, ids in ordered:
+        shown = report.listed(ids)
+        if not shown:  # none of them listed (their class is cut): the class says what they are
+            c = report.class_of_id(ids[0])
+            out.append(f"    - {len(ids)} x {c.code} {c.name} ({cid}): {c.shape}")
+            out.append("      " + paint(f"ids: {_ids(ids)}", "dim"))
+            continue
+        rep = shown[0]
+        rank_set = {m.location.rank for m in shown if m.location.rank is not None}
         where = f" on {'rank' if len(rank_set) == 1 else 'ranks'} {compress_ranks(rank_set)}" if rank_set else ""
-        out.append(f"    - {len(members)} x {rep.code} {rep.name}{where} ({cid}): {_class_text(rep, _class_of(rep))}")
+        out.append(f"    - {len(ids)} x {rep.code} {rep.name}{where} ({cid}): {_class_text(rep, _class_of(rep))}")
         out.append(f"      e.g. {rep.id} at {rep.location.place()}: {rep.message}")
-        out.append("      " + paint(f"ids: {_ids(m.id for m in members)}", "dim"))
+        out.append("      " + paint(f"ids: {_ids(ids)}", "dim"))
     if rest:
         out.append(f"    - ... and {plural(sum(len(ms) for _, ms in rest), 'more symptom')} in "
                    f"{plural(len(rest), 'more class', 'more classes')}: {_ids(cid for cid, _ in rest)}")
@@ -224,7 +232,8 @@ def _summary(report: "Report", fail_on: str) -> str:
         verdict = (f"{plural(c['findings'], 'finding')} in {plural(c['classes'], 'class', 'classes')} ({sev}): "
                    f"{plural(c['root_causes'], 'root cause')} ({plural(c['root_classes'], 'class', 'classes')}) "
                    f"explaining {plural(c['symptoms'], 'symptom')}")
-    failing = len(report.failing(fail_on))
+    failing = report.failing_count(fail_on)
     gate = "never fails" if fail_on == "never" else f"{failing} at or above {fail_on}"
     partial = ", partial trace" if report.trace.partial else ""
-    return f"summary: {verdict}{partial}; fail-on {fail_on}: {gate}, exit {1 if failing else 0}"
+    listed = "" if report.complete else f" ({c['listed']:,} listed, at most {report.config.max_findings} a class)"
+    return f"summary: {verdict}{listed}{partial}; fail-on {fail_on}: {gate}, exit {1 if failing else 0}"

@@ -140,16 +140,15 @@ def add_flows(d: Drawing, pairs, name: str, place) -> dict[str, int]:
 
 
 def cause_pairs(report, find) -> list[tuple[int, int, dict]]:
-    """(root evidence row, symptom evidence row, args) for every symptom a root cause explains."""
-    by_id = {f.id: f for f in report.findings}
+    """(root evidence row, symptom evidence row, args) for every symptom a root cause explains that
+    the report lists (``--max-findings``)."""
     out = []
     for root in report.roots:
         if not root.explains or not root.evidence:
             continue
         ev = root.evidence[0]
         src = find(ev.rank, ev.core, ev.seq)
-        for sid in root.explains:
-            s = by_id[sid]
+        for s in report.listed(root.explains):
             if not s.evidence or src is None:
                 continue
             sv = s.evidence[0]
