@@ -19,7 +19,8 @@ context: ``ctx.stage(WordTable)``. The engine computes each stage a selected
 rule requires, once per window, with the user's ``Options``; a rule that
 reaches a stage it did not declare raises ``UndeclaredStage`` (the guard in
 ``stages``). Rules import this package and its public modules (``codes``,
-``regions``, ``groups``), never a module whose name starts with ``_``.
+``regions``, ``groups``, ``slots``: which rank writes a slot of an indexed
+region), never a module whose name starts with ``_``.
 """
 
 from __future__ import annotations

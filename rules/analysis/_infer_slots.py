@@ -7,10 +7,13 @@ at both ends); ``inference`` adopts the best one only where it is clear.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from ingest.contract import Kind
 from ingest.manifest import Manifest, Region
+
+from .slots import UNKNOWN, SlotParams, producer_of
 
 # A mapping that names the writer of at least this share of the writes seen
 # fits: a kernel bug that misdirects a few writes must not hide the mapping
@@ -40,15 +43,24 @@ def set_experts(params: dict, notes: dict, m: Manifest, per_rank: int, why: str)
         notes[(-1, "num_experts")] = f"{per_rank * m.ranks} = {m.ranks} ranks x {per_rank} local experts"
 
 
-def fit(cols, m: Manifest, r: Region, names, stated_width: int | None, divisor: int, reset,
-           params: dict, notes: dict, infer_name: bool = True) -> tuple[str, int] | None:
+@dataclass(frozen=True)
+class Ask:
+    """What ``fit`` tries for one region."""
+
+    names: tuple[str, ...]  # the candidate mappings (CANDIDATES, or the index the manifest states)
+    stated_width: int | None  # the slot width the manifest states, if it does
+    divisor: int  # the common divisor of the offsets seen, a width worth trying
+    reset: int | None  # the region's reset value: the owner writing it back is no producer write
+    infer_name: bool = True  # note the mapping found (False: the manifest states it)
+
+
+def fit(cols, m: Manifest, r: Region, ask: Ask, params: dict, notes: dict) -> tuple[str, int] | None:
     """The SLOT_INDEX mapping, and its slot width, that names the writer of (almost) every
     producer write into the region. Each mapping is tried at the width the manifest states,
     else at the width its slot count implies (length / slots) and at the offsets' divisor."""
-    t = cols.trace
     sel = cols.w_region == r.id
-    if reset is not None:  # the owner putting its own word back is no producer write
-        sel &= ~((cols.w_owner == cols.w_rank) & (cols.w_value == reset))
+    if ask.reset is not None:  # the owner putting its own word back is no producer write
+        sel &= ~((cols.w_owner == cols.w_rank) & (cols.w_value == ask.reset))
     idx = np.flatnonzero(sel)
     if len(idx) < 2:
         return None
@@ -67,23 +79,28 @@ def fit(cols, m: Manifest, r: Region, names, stated_width: int | None, divisor: 
     # Writes that fill exactly one slot: of two mappings that fit as well, the one whose slots
     # are the kernel's writes is the simpler explanation (a 9-word put is one slot, not nine).
     whole: dict[tuple[str, int], int] = {}
-    for name in names:
-        if stated_width is not None:
-            widths = [stated_width]
+    for name in ask.names:
+        if ask.stated_width is not None:
+            widths = [ask.stated_width]
         else:
             natural = r.length // slots[name] if slots[name] and r.length % slots[name] == 0 else None
-            widths = [w for w in dict.fromkeys((natural, divisor, 1)) if w]
+            widths = [w for w in dict.fromkeys((natural, ask.divisor, 1)) if w]
         for width in widths:
             experts_per_rank = per_rank
             if name == "token_topk" and experts_per_rank is None and topk:
-                experts = _route_experts(cols, t, owner, launch, (offset // width) // topk, (offset // width) % topk)
+                at = cols.routes.find(owner, launch, (offset // width) // topk, (offset // width) % topk)
+                experts = cols.routes.experts_at(at)
                 lo, hi = bounds_experts_per_rank(experts, writer)
                 if lo > hi or lo >= 2**31:
                     continue
                 experts_per_rank = inferred_el[(name, width)] = lo
-            ends = [_predict(cols, t, name, ranks, topk, tokens, experts_per_rank, owner, launch, at // width) for at in (offset, last)]
-            if ends[0] is None:
+            known = SlotParams(ranks, topk or 0, tokens or 0, experts_per_rank or 0, params.get("num_experts"))
+            # segment needs no experts per rank to name a writer, but is tried only with them: below
+            # slot P it names the writers rank names, and as the more specific candidate it would
+            # take every one-slot-per-peer region from rank on the tie.
+            if not known.knows(name) or (name == "segment" and not experts_per_rank):
                 continue
+            ends = [producer_of(name, end // width, owner, launch, cols.routes, known) for end in (offset, last)]
             fits[(name, width)] = ends[0]
             hits[(name, width)] = (ends[0] == writer) & (ends[1] == writer)
             whole[(name, width)] = int((offset // width == last // width).sum())
@@ -97,58 +114,24 @@ def fit(cols, m: Manifest, r: Region, names, stated_width: int | None, divisor: 
     # Another mapping that fits as well but names other writers: the trace cannot tell them apart.
     for c, score in scores.items():
         if c[0] != best[0] and (score, whole[c]) == (scores[best], whole[best]) \
-                and not np.array_equal(fits[c], fits[best]):
+                and not np.array_equal(_named(fits[c]), _named(fits[best])):
             return None
     if best in inferred_el:
         set_experts(params, notes, m, inferred_el[best],
                      f"the ranks that wrote {r.name}'s slots for the routes' experts")
     name, width = best
-    if infer_name:
+    if ask.infer_name:
         notes[(r.id, "index")] = (f"{name} ({_WHAT[name]}), {width}-word slots: it names the writer of "
                                   f"{scores[best]} of the {len(idx)} writes into {r.name}")
     return best
 
 
-def _predict(cols, t, name: str, ranks: int, topk, tokens, experts_per_rank, owner, launch, slot) -> np.ndarray | None:
-    """The writer each slot's mapping names (-1: none can), or None where its parameters are unknown."""
-    if name == "token_topk":
-        if not (topk and experts_per_rank):
-            return None
-        experts = _route_experts(cols, t, owner, launch, slot // topk, slot % topk)
-        return np.where(experts >= 0, experts // experts_per_rank, -1)
-    if name == "dispatch":
-        return (slot // (tokens * topk)) // experts_per_rank if topk and tokens and experts_per_rank else None
-    if name == "segment":
-        return slot % ranks if experts_per_rank else None
-    return np.where(slot < ranks, slot, -1)
+def _named(writers: np.ndarray) -> np.ndarray:
+    """The writers a mapping names; no writer (UNKNOWN or NOBODY) reads as one value."""
+    return np.where(writers >= 0, writers, UNKNOWN)
 
 
 _WHAT = {"token_topk": "slot = token*topk + k, written by the rank owning the route's expert",
          "dispatch": "slot = (src_rank*local_experts + expert)*(tokens*topk) + i, written by src_rank",
          "segment": "slot = local_expert*ranks + src_rank, written by src_rank",
          "rank": "slot = the writer's rank"}
-
-
-def _route_experts(cols, t, owner, launch, token, topk) -> np.ndarray:
-    """The expert of route (token, topk) on rank ``owner`` in ``launch``; -1 where there is none."""
-    routes = np.flatnonzero(cols.kind == Kind.ROUTE)
-    out = np.full(len(owner), -1, np.int64)
-    if not len(routes):
-        return out
-    topks = int(t["topk"][routes].max()) + 1
-    tokens = int(t["token"][routes].max()) + 1
-    launches = int(t["launch"].max()) + 1
-
-    def key(rank, launch, tok, k):
-        return ((rank.astype(np.int64) * launches + launch.astype(np.int64)) * tokens + tok.astype(np.int64)) * topks \
-            + k.astype(np.int64)
-
-    rk = key(t["rank"][routes], t["launch"][routes], t["token"][routes], t["topk"][routes])
-    o = np.argsort(rk, kind="stable")
-    rk = rk[o]
-    inside = (token >= 0) & (token < tokens) & (topk >= 0) & (topk < topks)
-    q = key(owner, launch, np.where(inside, token, 0), np.where(inside, topk, 0))
-    at = np.minimum(np.searchsorted(rk, q), len(rk) - 1)
-    found = inside & (rk[at] == q)
-    out[found] = t["expert"][routes[o[at[found]]]].astype(np.int64)
-    return out

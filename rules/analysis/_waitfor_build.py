@@ -15,9 +15,9 @@ from ingest.contract import Kind, Op
 from . import regions as R
 from ._rings import ring_role
 from ._scan import STOPPED, scanned
-from ._waitfor_producers import producer_of
 from ._waitfor_stale import aliased_routes, stale_waits
 from ._waitfor_tables import Tables
+from .slots import SlotParams, producer_of
 
 _REMOTE = np.array([int(k) for k in (Kind.PUT, Kind.PUT_SIGNAL, Kind.SIGNAL, Kind.AMO)], dtype=np.int8)
 
@@ -48,6 +48,7 @@ class Builder:
         self.sentinel = None if s is None else int(s)
         self.expert = t["expert"]
         self.dst_rank = t["dst_rank"]
+        self.slot_params = SlotParams(self.ranks, self.topk, self.tokens, self.local_experts, self.num_experts)
         self.missing = set(t.ranks_missing)
         self.lost = t.lost_by_core
         self.node_at_row: dict[int, int] = {}
@@ -109,6 +110,12 @@ class Builder:
         return f"{name}[{int(tb.w_slot[i])}] of rank {int(tb.w_owner[i])}"
 
     # ---- producers -------------------------------------------------------
+    def slot_producers(self, region: int, owner, slot, launch) -> np.ndarray:
+        """The rank the region's index names as the writer of each (owner, slot) in ``launch``
+        (``slots.producer_of``: a rank, or negative where it names none)."""
+        index = self.trace.manifest.regions[region].index
+        return producer_of(index, slot, owner, launch, self.tables.routes, self.slot_params)
+
     def history_writers(self, w) -> list[tuple[int, int]]:
         """Ranks that wrote this slot in earlier launches or earlier in its own (not its resets),
         with their last launch: a slot a rank kept writing (a generation it raised step by step)
@@ -201,7 +208,7 @@ class Builder:
                 idx = idx[(tb.w_value[idx] != reset) | (tb.w_owner[idx] != p)]
             elif w.rank != p:  # nor, with no reset stated, one clearing its own words (a notify memset)
                 idx = idx[self.trace["kind"][tb.w_row[idx]] != Kind.WRITE]
-            prod = producer_of(self, w.region, tb.w_owner[idx], tb.w_slot[idx], w.launch) if len(idx) else idx
+            prod = self.slot_producers(w.region, tb.w_owner[idx], tb.w_slot[idx], w.launch) if len(idx) else idx
             wrong_slot = (prod >= 0) & (prod != p)
             self._mis[k] = (idx, wrong_slot)
         idx, wrong_slot = self._mis[k]

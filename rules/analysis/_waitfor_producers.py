@@ -53,30 +53,6 @@ def satisfies(cmp: int, value: int, target: int) -> bool:
     return bool(_CMP[Cmp(cmp)](value, target))
 
 
-def producer_of(b, region: int, owner, slot, launch: int) -> np.ndarray:
-    """The index's producer of each (owner, slot) of a region: -1 unknown, -2 none can."""
-    owner = np.asarray(owner, np.int64)
-    slot = np.asarray(slot, np.int64)
-    out = np.full(slot.shape, -1, np.int64)
-    index = b.trace.manifest.regions[region].index
-    ranks, topk, tokens, experts = b.ranks, b.topk, b.tokens, b.local_experts
-    if index == "rank":
-        out = np.where(slot < ranks, slot, -1)
-    elif index == "segment":
-        out = slot % ranks
-    elif index == "dispatch" and tokens and topk and experts:
-        out = (slot // (tokens * topk)) // experts
-    elif index == "token_topk" and topk and experts:
-        rows = b.tables.route_rows(owner, launch, slot // topk, slot % topk)
-        has = rows >= 0
-        e = b.expert[np.where(has, rows, 0)].astype(np.int64)
-        dst = b.dst_rank[np.where(has, rows, 0)].astype(np.int64)
-        valid = b.expert_valid(e)
-        own = np.where((dst >= 0) & (dst < ranks), dst, e // experts)
-        out = np.where(has, np.where(valid, own, -2), -1)
-    return out
-
-
 def expected(b, w) -> tuple[list[tuple[int, str, str]], list[Verdict]]:
     """(rank, via, why) of each expected producer, plus verdicts that need no producer."""
     region = b.trace.manifest.regions[w.region]
@@ -102,10 +78,15 @@ def expected(b, w) -> tuple[list[tuple[int, str, str]], list[Verdict]]:
                                 f"route token {token} topk {topk} on rank {w.rank} has expert {e}, "
                                 f"{b.outside}: no rank owns it, so nobody will ever write this slot",
                                 causes=(("MT501", key),), rows=(("dropped route", r),))]
-        p = int(producer_of(b, w.region, w.rank, w.slot, w.launch))
+        p = int(b.slot_producers(w.region, w.rank, w.slot, w.launch))
+        if p < 0:  # an id below num_experts that the manifest's ranks x local experts do not reach
+            return [], [Verdict(None, "route", "invalid-route",
+                                f"route token {token} topk {topk} on rank {w.rank} has expert {e}, past the "
+                                f"{b.ranks} ranks x {b.local_experts} local experts: no rank owns it",
+                                rows=(("route", r),))]
         return [(p, "route", f"owns expert {e} of route token {token} topk {topk}")], []
     if region.index is not None and b.ranks:
-        p = int(producer_of(b, w.region, w.rank, w.slot, w.launch))
+        p = int(b.slot_producers(w.region, w.rank, w.slot, w.launch))
         if p >= 0:
             return [(p, "index", f"writes {region.name}[{w.slot}] by its {region.index} index")], []
     if not hist:

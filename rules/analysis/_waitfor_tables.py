@@ -18,6 +18,7 @@ from ingest.contract import REMOTE_WRITE_KINDS, Kind, Op
 
 from .._jit import kernel
 from ._words_table import widest
+from .slots import Routes
 
 _WRITE_KINDS = (Kind.PUT, Kind.SIGNAL, Kind.AMO, Kind.WRITE, Kind.PUT_SIGNAL)
 # Indexable by kind code.  numba freezes module globals at compile time: plain ints.
@@ -147,37 +148,12 @@ class Tables:
 
     # ---- routes ----------------------------------------------------------
     def _routes(self) -> None:
-        t = self.trace
-        rows = np.flatnonzero(t["kind"] == Kind.ROUTE)
-        self.r_rows = rows
-        if not len(rows):
-            self._rk = np.zeros(0, np.int64)
-            self._ro = rows
-            return
-        tok = t["token"][rows].astype(np.int64)
-        topk = t["topk"][rows].astype(np.int64)
-        self._T = int(tok.max()) + 1
-        self._K = int(topk.max()) + 1
-        k = self._route_key(t["rank"][rows], t["launch"][rows], tok, topk)
-        self._ro = rows[np.argsort(k, kind="stable")]
-        self._rk = np.sort(k, kind="stable")
-
-    def _route_key(self, rank, launch, token, topk):
-        return ((np.asarray(rank, np.int64) * self.nlaunch + np.asarray(launch, np.int64)) * self._T
-                + np.asarray(token, np.int64)) * self._K + np.asarray(topk, np.int64)
+        self.routes = Routes.of(self.trace)
+        self.r_rows = np.flatnonzero(self.trace["kind"] == Kind.ROUTE)
 
     def route_rows(self, rank, launch, token, topk) -> np.ndarray:
         """Rows of the route events for each (rank, launch, token, topk); -1 where none."""
-        rank, launch, token, topk = np.broadcast_arrays(*(np.asarray(x, np.int64) for x in (rank, launch, token, topk)))
-        out = np.full(rank.shape, -1, np.int64)
-        if not len(self._rk):
-            return out
-        ok = (token >= 0) & (topk >= 0) & (token < self._T) & (topk < self._K)
-        k = self._route_key(rank, launch, token, topk)
-        i = np.minimum(np.searchsorted(self._rk, k), len(self._rk) - 1)
-        hit = ok & (self._rk[i] == k)
-        out[hit] = self._ro[i[hit]]
-        return out
+        return self.routes.rows_of(rank, launch, token, topk)
 
     def route(self, rank: int, launch: int, token: int, topk: int) -> int:
         return int(self.route_rows(rank, launch, token, topk).reshape(-1)[0])

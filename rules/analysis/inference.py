@@ -40,10 +40,12 @@ from ingest.manifest import Manifest, Region
 from ._infer_slots import (
     CANDIDATES,
     FIT_SHARE,
+    Ask,
     bounds_experts_per_rank,
     fit,
     set_experts,
 )
+from .slots import Routes
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,7 @@ class _Columns:
         self.w_add = trace["op"][self.w_row] == Op.ADD
         self.w_launch = trace["launch"][self.w_row].astype(np.int64)
         self.vnull = trace.null("value")
-
+        self.routes = Routes.of(trace)
 
     def segment_of(self, rows: np.ndarray) -> np.ndarray:
         """The (rank, core) segment of each row (``TraceView.segments``), for the rows asked only."""
@@ -191,7 +193,8 @@ def _region(cols: _Columns, m: Manifest, r: Region, params: dict, notes: dict) -
         # with it, or a stated index picks it; a width no mapping confirms is not adopted.
         names = CANDIDATES if "index" not in given else ((r.index,) if r.index else ())
         stated = r.slot_words if "slot_words" in given else None
-        found = fit(cols, m, r, names, stated, width, reset, params, notes, infer_name="index" not in given)
+        found = fit(cols, m, r, Ask(tuple(names), stated, width, reset, infer_name="index" not in given),
+                    params, notes)
         if found:
             if "index" not in given:
                 changes["index"] = found[0]
