@@ -197,5 +197,5 @@ def link(drafts: list[Finding]) -> tuple[Finding, ...]:
 def _order_key(f: Finding) -> tuple:
     loc = f.location
     place = tuple(-1 if v is None else v for v in (loc.rank, loc.core, loc.launch))
-    first = (f.evidence[0].seq,) if f.evidence else (-1,)
+    first = (f.evidence[0].seq,) if f.evidence else (f.pending[1] if f.pending else -1,)
     return (-severity_rank(f.severity), f.code, place, first, json.dumps(jsonable(f.key)), f.message)

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from .causes import link
 from .classes import DefectClass, group, sample
 from .config import Config
-from .evidence import findings_of, owned
+from .evidence import findings_of, owned, resolve
 from .finding import Finding, severity_rank
 from .gc_pause import paused
 
@@ -246,6 +246,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     # MOETRACE_PROFILE=1: one stderr line per rule (check, then evidence), for bench/perf.py's profile.
     prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
     drafts: list[Finding] = []
+    view = None  # the one window's view, where findings_of deferred their evidence
     jobs = min(config.jobs, len(windows))
     tell("windows", len(windows))
     times: dict[str, float] = {}
@@ -261,8 +262,12 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
             tell("window", 1)
     else:
         tell("rules", len(windows) * len(selected))
+        # One window here: its view outlives the sampling, so only the listed findings' evidence
+        # is described (a million hits of one class cost their count, not a million descriptions).
+        keep = len(windows) == 1
         for w in windows:
-            drafts.extend(_run_window(ds, w, config, selected, prof, times, tell))
+            found, view = _run_window(ds, w, config, selected, prof, times, tell, keep)
+            drafts.extend(found)
             tell("window", 1)
     lost = sorted((c.rank, c.core, c.missing) for c in ds.report.cores if c.missing)
     info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=ds.manifest.protocol,
@@ -270,17 +275,26 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
                      ranks_missing=tuple(ds.report.ranks_missing), lost=tuple(lost))
     with paused():
         findings, classes, index = sample(*group(link(drafts)), config.max_findings)
-    del drafts
+        del drafts
+        if view is not None:
+            findings = resolve(findings, view)
+            prof and prof.mark(f"evidence of the {len(findings):,} listed findings")
+    if view is not None:
+        _release(view)
     return Report(findings, info, tuple(selected), config, classes=classes, started=started,
                   seconds=time.perf_counter() - t0, rule_seconds=tuple(times.items()), class_index=index)
 
 
 def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
-                times: dict[str, float] | None = None, tell=None) -> list[Finding]:
-    """Run every selected rule on one window; the findings it owns, evidence resolved.
+                times: dict[str, float] | None = None, tell=None, keep_view: bool = False
+                ) -> tuple[list[Finding], Any]:
+    """Run every selected rule on one window: the findings it owns, and the view where ``keep_view``.
 
-    ``times`` adds up each rule's seconds (check and evidence, not the shared
-    analyses); ``tell("rule", 1)`` as each rule ends.
+    Without ``keep_view`` the evidence is resolved now and the view released (None returned);
+    with it, the findings keep their evidence rows pending and the caller resolves those of the
+    findings its report lists (``analyzer.evidence.resolve``), then releases the view (``_release``).
+    ``times`` adds up each rule's seconds (check and evidence, not the shared analyses);
+    ``tell("rule", 1)`` as each rule ends.
     """
     from ingest._jit import warm
     from rules.runner import run
@@ -297,7 +311,7 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     def on_rule(rule, hits) -> None:
         prof and prof.mark(f"{rule.code} check ({len(hits)} hits)")
         with paused():
-            out.extend(findings_of(owned(window, hits, trace), by_code, rule, config, trace))
+            out.extend(findings_of(owned(window, hits, trace), by_code, rule, config, trace, defer=keep_view))
         prof and prof.mark(f"{rule.code} evidence")
         if times is not None:
             times[rule.code] = times.get(rule.code, 0.0) + time.perf_counter() - began[0]
@@ -319,12 +333,18 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     except Exception as e:  # a rule bug: keep the original as __cause__ for tests and debugging
         code = current[0].code if current[0] is not None else "analysis"
         raise RuleError(code, e) from e
+    if keep_view:
+        return out, trace
+    _release(trace)
+    return out, None
+
+
+def _release(trace) -> None:
     # Rules' caches hang off the view in cycles; drop its arrays now, not at the next
     # collection, or a worker running window after window holds several at once (and the
     # merge and the report, which pause the collector, would hold the last one).
     trace.__dict__.clear()
     gc.collect()
-    return out
 
 
 def _registered(selected: list[type["Rule"]]) -> bool:
@@ -345,7 +365,7 @@ def _window_job(dataset: str, window, config: Config, codes: list[str]) -> list[
 
     reg = registry()
     prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
-    return _run_window(Dataset(dataset), window, config, [reg[c] for c in codes], prof)
+    return _run_window(Dataset(dataset), window, config, [reg[c] for c in codes], prof)[0]
 
 
 class _Profile:

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ingest.contract import COLUMN, COMMON_OPTIONAL, FIELDS, Kind, json_name
+from ingest.contract import COLUMN, COMMON_OPTIONAL, FIELDS, Kind, json_name, kind_columns
 
 from .config import Config
-from .finding import Evidence, FieldValues, Finding, Location, fingerprint, jsonable, normalize_key
+from .finding import Evidence, FieldValues, Finding, Location, fingerprint, jsonable, normalize_key, updated
 
 if TYPE_CHECKING:  # pragma: no cover
     from rules.base import Hit, Rule
@@ -74,13 +74,30 @@ def owned(window, hits: Sequence["Hit"], trace: "TraceView") -> list["Hit"]:
 
 
 def findings_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: type["Rule"], config: Config,
-                trace: "TraceView") -> list[Finding]:
-    """One finding per hit (its rule by code, else ``rule``), the evidence of all of them described at once."""
-    resolved = iter(_resolve_rows(trace, [row for h in hits for _, row in h.rows]))
+                trace: "TraceView", defer: bool = False) -> list[Finding]:
+    """One finding per hit (its rule by code, else ``rule``), the evidence of all of them described at once.
+
+    ``defer``: the view outlives the report's sampling (one window, in this process), so each
+    finding is located from its first row's columns and keeps its rows ``pending``; ``resolve``
+    then describes the rows of the findings the report lists, not of every hit."""
+    if defer:
+        firsts = [h.rows[0][1] for h in hits if h.rows]
+        places = iter(_first_places(trace, np.asarray(firsts, np.int64)))
+    else:
+        resolved = iter(_resolve_rows(trace, [row for h in hits for _, row in h.rows]))
     notes: dict[tuple, list[str]] = {}  # inference notes by (region, properties): few distinct
     per_rule: dict[str, tuple] = {}  # (rule, family, severity) per code: the config's selectors matched once
     out = []
     for h in hits:
+        fixed = per_rule.get(h.code)
+        if fixed is None:
+            rule_ = rules.get(h.code, rule)
+            fixed = per_rule[h.code] = (rule_, _value(rule_.family),
+                                        config.severity_for(rule_) or None, _value(rule_.severity))
+        if defer:
+            loc, seq = next(places) if h.rows else (None, -1)
+            out.append(_finding(h, fixed, trace, loc, (), notes, (tuple(h.rows), seq)))
+            continue
         evidence = []
         first = None
         for role, _ in h.rows:
@@ -88,13 +105,60 @@ def findings_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: typ
             if first is None:
                 first = r
             evidence.append(Evidence(role, r[0], r[1], r[2], r[3], r[4], r[5]))
-        fixed = per_rule.get(h.code)
-        if fixed is None:
-            rule_ = rules.get(h.code, rule)
-            fixed = per_rule[h.code] = (rule_, _value(rule_.family),
-                                        config.severity_for(rule_) or None, _value(rule_.severity))
         out.append(_finding(h, fixed, trace, _location_of(first) if first is not None else None,
                             tuple(evidence), notes))
+    return out
+
+
+def resolve(findings: Sequence[Finding], trace: "TraceView") -> tuple[Finding, ...]:
+    """The findings with their ``pending`` rows described as evidence (``findings_of(defer=True)``)."""
+    rows = [row for f in findings for _, row in f.pending[0]] if any(f.pending for f in findings) else []
+    if not rows:
+        return tuple(findings)
+    resolved = iter(_resolve_rows(trace, rows))
+    out = []
+    for f in findings:
+        if not f.pending:
+            out.append(f)
+            continue
+        evidence = []
+        for role, _ in f.pending[0]:
+            r = next(resolved)
+            evidence.append(Evidence(role, r[0], r[1], r[2], r[3], r[4], r[5]))
+        out.append(updated(f, evidence=tuple(evidence), pending=()))
+    return tuple(out)
+
+
+_PLACE_COLUMNS = ("launch", "region", "offset", "site")  # what _location_of reads of a row, less rank and core
+
+
+def _first_places(trace: "TraceView", rows: np.ndarray) -> list[tuple[dict[str, Any], int]]:
+    """Per row, what ``_location_of(_resolve_rows(...))`` gives of it, and its seq: from one gather per
+    column. A field is in the place where the row's kind carries it under its own name and it is not null."""
+    if not len(rows):
+        return []
+    kinds = trace.col("kind")[rows].astype(np.int64)
+    values: dict[str, list] = {}
+    for name in _PLACE_COLUMNS:
+        spec = COLUMN[name]
+        v = trace.col(name)[rows].astype(np.int64)
+        keep = v != spec.numpy_null
+        for k in np.unique(kinds).tolist():  # a kind without the field, or under another name, has none
+            if name not in ("launch",) + kind_columns(Kind(k)) or json_name(Kind(k), name) != name:
+                keep &= kinds != k
+        if spec.ref == "region":
+            names = trace.declared.regions
+            values[name] = [names[x].name if z else None for x, z in zip(v.tolist(), keep.tolist())]
+        else:
+            values[name] = [x if z else None for x, z in zip(v.tolist(), keep.tolist())]
+    rank, core, seq = (trace.col(c)[rows].tolist() for c in ("rank", "core", "seq"))
+    out = []
+    for i in range(len(rows)):
+        loc = {"rank": rank[i], "core": core[i]}
+        for name in _PLACE_COLUMNS:
+            if values[name][i] is not None:
+                loc[name] = values[name][i]
+        out.append((loc, seq[i]))
     return out
 
 
@@ -157,7 +221,7 @@ def _location_of(r: tuple) -> dict[str, Any]:
 
 
 def _finding(hit: "Hit", fixed: tuple, trace: "TraceView", first_loc: dict[str, Any] | None,
-             evidence: tuple[Evidence, ...], notes: dict[tuple, list[str]]) -> Finding:
+             evidence: tuple[Evidence, ...], notes: dict[tuple, list[str]], pending: tuple = ()) -> Finding:
     rule, family, configured, default_severity = fixed
     loc: dict[str, Any] = first_loc if first_loc is not None else {}
     extra = dict(hit.extra)
@@ -190,7 +254,7 @@ def _finding(hit: "Hit", fixed: tuple, trace: "TraceView", first_loc: dict[str, 
     return Finding(id="", code=hit.code, family=family, name=rule.name, severity=severity,
                    confidence=confidence, message=hit.message, location=location,
                    evidence=evidence, fingerprint=fingerprint(hit.code, location),
-                   extra={**extra, **_decision_inputs(hit)}, key=key, defect=hit.defect)
+                   extra={**extra, **_decision_inputs(hit)}, key=key, defect=hit.defect, pending=pending)
 
 
 def _decision_inputs(hit: "Hit") -> dict[str, Any]:

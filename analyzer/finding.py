@@ -158,6 +158,9 @@ class Finding:
     explains: tuple[str, ...] = ()
     defect_class: str = ""  # the id of its defect class (analyzer.classes), C1..Cn
     defect: str = ""  # the hit's defect name (rules.base.Hit.defect): its class's identity; in the JSON on the class
+    # ((role, row), ...), first seq: evidence rows not yet described, where the engine describes only
+    # the findings the report lists (analyzer.evidence.resolve); () once described. Not in the schema.
+    pending: tuple = ()
 
     @property
     def is_root(self) -> bool:

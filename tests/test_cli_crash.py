@@ -172,7 +172,7 @@ def slow(*a, **k):  # a window that takes half a minute; says when it runs and w
     open(os.path.join(os.environ["RUNNING_DIR"], str(os.getpid())), "w").close()
     time.sleep(30)
     open(os.path.join(os.environ["RUNNING_DIR"], f"{os.getpid()}.done"), "w").close()
-    return []
+    return [], None  # (the window's findings, no view kept)
 
 # At the top level: a --jobs worker (spawned) imports this file as __mp_main__ and gets it too.
 analyzer.engine._run_window = slow if os.environ.get("RUNNING_DIR") else boom
