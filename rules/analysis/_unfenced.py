@@ -37,7 +37,7 @@ from .groups import group_columns
 from .stages import Stage
 
 K_BEGIN, K_PUT, K_SIGNAL, K_AMO = C.K_BEGIN, C.K_PUT, C.K_SIGNAL, C.K_AMO
-K_QUIET, K_FENCE, NE, E_ALL, NULL8 = C.K_QUIET, C.K_FENCE, C.N_ENGINES, C.E_ALL, C.NULL8
+K_QUIET, K_FENCE, NE = C.K_QUIET, C.K_FENCE, C.N_ENGINES
 DEFAULT_ORDERED = ("roce", "ibgda")  # MT401's option default: an RDMA atomic lands after its QP's writes
 
 
