@@ -84,7 +84,7 @@ def test_a_stage_one_builds_on_is_not_handed_out(view):
 def test_an_undeclared_stage_through_a_helper_fails(view):
     """A rule that calls a stage's part directly (bypassing its context) is caught by the cache guard."""
     probe = _probe((Stage.CORE_SCAN,), lambda trace, ctx: _passes.completed_at(trace))
-    with pytest.raises(UndeclaredStage, match="completed_at:False:True:False"):
+    with pytest.raises(UndeclaredStage, match="completed_at:False:True:False:True"):
         check_one(probe, view)
 
 

@@ -221,7 +221,8 @@ def _completion_kernel(seg, kind, engine, peer, fences, ends, nranks, out):
                     out[i] = min(a, b)
 
 
-def completed_at(trace, fences: bool = False, ends: bool = True, transport: bool = False) -> np.ndarray:
+def completed_at(trace, fences: bool = False, ends: bool = True, transport: bool = False,
+                 peers: bool = True) -> np.ndarray:
     """Per one-sided op row, the first later row of its core that completes it; -1 if none in the trace.
 
     The one answer to "does this quiet complete that op": a quiet of the op's
@@ -239,6 +240,10 @@ def completed_at(trace, fences: bool = False, ends: bool = True, transport: bool
     - ``transport``: an amo's engine is its transport (the manifest's map,
       ``regions.amo_transport``) rather than the event's. MT603 asks about the
       queue the amo really took; the others key amos by the engine the event names.
+    - ``peers``: a quiet naming a peer completes that peer's ops only. MT402 asks
+      whether the MTE3 pipe drained, and ``aclshmem_quiet`` is
+      ``PipeBarrier<PIPE_ALL>``: it drains the engine whatever peer it names, so
+      there the quiets' peers are forgotten (``peers=False``).
 
     The result is not reset at kernel_begin: a caller that tracks one launch
     reads a completion past its launch's end as "not completed in the launch".
@@ -249,10 +254,13 @@ def completed_at(trace, fences: bool = False, ends: bool = True, transport: bool
             engine = trace["engine"]
             if transport:
                 engine = amo_transport(trace)[0].astype(engine.dtype)
-            _completion_kernel(trace.segments, trace["kind"], engine, trace["peer"],
+            peer = trace["peer"]
+            if not peers:
+                peer = np.where(trace["kind"] == K_QUIET, peer.dtype.type(NULL16), peer)
+            _completion_kernel(trace.segments, trace["kind"], engine, peer,
                                bool(fences), bool(ends), int(trace.manifest.ranks), out)
         return out
-    key = f"completed_at:{bool(fences)}:{bool(ends)}:{bool(transport)}"
+    key = f"completed_at:{bool(fences)}:{bool(ends)}:{bool(transport)}:{bool(peers)}"
     return cached(trace, key, build, Stage.HAPPENS_BEFORE)
 
 
