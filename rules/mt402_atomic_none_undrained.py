@@ -89,8 +89,8 @@ class AtomicNoneUndrained(Rule):
     requires = (Stage.HAPPENS_BEFORE,)
 
     def check(self, trace, ctx):
-        if trace.n == 0:
-            return
+        if trace.n == 0 or not (trace["kind"] == K_AMODE).any():
+            return  # no atomic mode, no window: nothing to drain (and no completion pass to compute)
         sev = Severity(ctx.option("severity", self.options["severity"]))
         hit_write, hit_open = C.rows_full(trace.n), C.rows_full(trace.n)
         done = ctx.stage(HappensBefore).completed_at(ends=False, peers=False)

@@ -12,8 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from rules.analysis import RESULTS, HappensBefore, Stage, UndeclaredStage, WordTable, allow, closure
-from rules.analysis import _passes
+from rules.analysis import (
+    RESULTS,
+    HappensBefore,
+    Stage,
+    UndeclaredStage,
+    WordTable,
+    _passes,
+    allow,
+    closure,
+)
 from rules.analysis.stages import DEPENDS
 from rules.base import Family, Rule, Severity
 from rules.runner import check_one, run

@@ -248,6 +248,8 @@ def completed_at(trace, fences: bool = False, ends: bool = True, transport: bool
     The result is not reset at kernel_begin: a caller that tracks one launch
     reads a completion past its launch's end as "not completed in the launch".
     """
+    transport = bool(transport) and trace.manifest.transport is not None  # no map: the events' engines
+
     def build():
         out = rows_full(trace.n)
         if trace.n:
@@ -260,7 +262,7 @@ def completed_at(trace, fences: bool = False, ends: bool = True, transport: bool
             _completion_kernel(trace.segments, trace["kind"], engine, peer,
                                bool(fences), bool(ends), int(trace.manifest.ranks), out)
         return out
-    key = f"completed_at:{bool(fences)}:{bool(ends)}:{bool(transport)}:{bool(peers)}"
+    key = f"completed_at:{bool(fences)}:{bool(ends)}:{transport}:{bool(peers)}"
     return cached(trace, key, build, Stage.HAPPENS_BEFORE)
 
 
