@@ -19,11 +19,13 @@ EV_MTE3_S, EV_MTE3, EV_ALL = int(PipeEvent.MTE3_S), int(PipeEvent.MTE3), int(Pip
 
 
 @kernel
-def _scan(seg, kind, engine, op, pipe_op, event, done, hit_write, hit_open):
+def _scan(seg, kind, engine, op, pipe_op, event, done):
     # done: the completion pass with the quiets' peers forgotten and without kernel_end (an
     # MTE or all quiet drains the pipe whatever peer it names). The MTE3 pipe waits are not
     # quiets: they drain it too, so they stay here. A drain clears every earlier write, so the
     # last write is undrained exactly when some write is.
+    hit_write = np.full_like(done, -1)  # row numbers, in the dtype the completion pass uses
+    hit_open = np.full_like(done, -1)
     for s in range(len(seg) - 1):
         mode_add = False
         opened = -1
@@ -49,6 +51,7 @@ def _scan(seg, kind, engine, op, pipe_op, event, done, hit_write, hit_open):
                 if (pipe_op[i] == WAIT_FLAG and event[i] == EV_MTE3_S) or \
                         (pipe_op[i] == PIPE_BARRIER and (event[i] == EV_ALL or event[i] == EV_MTE3)):
                     outst = -1
+    return hit_write, hit_open
 
 
 class AtomicNoneUndrained(Rule):
@@ -92,10 +95,9 @@ class AtomicNoneUndrained(Rule):
         if trace.n == 0 or not (trace["kind"] == K_AMODE).any():
             return  # no atomic mode, no window: nothing to drain (and no completion pass to compute)
         sev = Severity(ctx.option("severity", self.options["severity"]))
-        hit_write, hit_open = C.rows_full(trace.n), C.rows_full(trace.n)
         done = ctx.stage(HappensBefore).completed_at(ends=False, peers=False)
-        _scan(trace.segments, trace["kind"], trace["engine"], trace["op"], trace["pipe_op"],
-              trace["event"], done, hit_write, hit_open)
+        hit_write, hit_open = _scan(trace.segments, trace["kind"], trace["engine"], trace["op"], trace["pipe_op"],
+                                    trace["event"], done)
         for r in np.flatnonzero(hit_write >= 0):
             r = int(r)
             w, o = int(hit_write[r]), int(hit_open[r])

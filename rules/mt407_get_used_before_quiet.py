@@ -26,11 +26,13 @@ _SHOW = 8  # (get, use) pairs named in a group's extra
 
 
 @kernel
-def _scan(seg, kind, engine, pipe_op, event, key, dext, tracked, quiet_use, prev, done, use, wrong):
+def _scan(seg, kind, engine, pipe_op, event, key, dext, tracked, quiet_use, prev, done):
     # done: the completion pass (a quiet of the get's engine and peer; kernel_end for MTE).
     # The MTE pipe waits below are not quiets: they land an MTE get too, so they stay here.
     # A get is alive from its issue until done, drained, used or its launch ends.
     n = len(kind)
+    use = np.full_like(done, -1)  # row numbers, in the dtype the completion pass uses
+    wrong = np.full_like(done, -1)
     alive = np.zeros(n, np.bool_)
     width = 1
     for s in range(len(seg) - 1):
@@ -94,6 +96,7 @@ def _scan(seg, kind, engine, pipe_op, event, key, dext, tracked, quiet_use, prev
                     for j in range(m):
                         alive[lst[j]] = False
                     m = 0
+    return use, wrong
 
 
 class GetUsedBeforeQuiet(Rule):
@@ -154,10 +157,9 @@ class GetUsedBeforeQuiet(Rule):
         reg = R.target_region(trace)
         flaglike = R.region_table(trace)["flaglike"][np.where(reg >= 0, reg, 0)] & (reg >= 0)
         prev = _previous_same_destination(trace, np.flatnonzero(tracked))
-        use, wrong = C.rows_full(trace.n), C.rows_full(trace.n)
         # The quiet that completes each get (for MTE also kernel_end) is the happens-before stage's.
-        _scan(trace.segments, kind, trace["engine"], trace["pipe_op"], trace["event"], trace.key,
-              R.extent(trace), tracked, ~flaglike, prev, ctx.stage(HappensBefore).completed_at(), use, wrong)
+        use, wrong = _scan(trace.segments, kind, trace["engine"], trace["pipe_op"], trace["event"], trace.key,
+                           R.extent(trace), tracked, ~flaglike, prev, ctx.stage(HappensBefore).completed_at())
         gets = np.flatnonzero(use >= 0)
         if not len(gets):
             return
