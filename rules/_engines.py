@@ -1,9 +1,10 @@
 """What the engine-limit rules (MT7xx) share: the transport an operation took, the
 element types each engine supports, and one hit per (core, launch, site) group.
 
-The transport of an amo is the manifest's per-peer map (``transport``: the
-unified API dispatches ``aclshmem_*_atomic_add`` on ``topo_list[pe]``) where it
-states one for (rank, peer), else the engine the event names. Puts and gets name
+The transport of an amo (``regions.amo_transport``, where the completion pass
+reads it too) is the manifest's per-peer map (``transport``: the unified API
+dispatches ``aclshmem_*_atomic_add`` on ``topo_list[pe]``) where it states one
+for (rank, peer), else the engine the event names. Puts and gets name
 their engine API (``aclshmemx_sdma_get_nbi``), so theirs is the event's.
 The type tables are the atomic-add pattern's (seed 004, §2.1-2.6).
 """
@@ -19,6 +20,7 @@ from ._jit import kernel
 from .analysis import HappensBefore, cached
 from .analysis import codes as C
 from .analysis import regions as R
+from .analysis.regions import amo_transport  # noqa: F401  (the MT7xx rules and MT603 read it here)
 
 CROSS_CORE_WAIT = int(PipeOp.CROSS_CORE_WAIT)
 NO_COVER = 2**31 - 1  # the barrier phase of an operation no quiet completes in its launch
@@ -32,26 +34,6 @@ PLATFORMS_WITHOUT_EXT = ("A2", "A3")
 # (the amo's offset counts elements of its region, so it works on one element of that size).
 DTYPE_BYTES = {DType.INT8: 1, DType.INT16: 2, DType.INT32: 4, DType.INT64: 8, DType.UINT32: 4,
                DType.UINT64: 8, DType.HALF: 2, DType.BFLOAT16: 2, DType.FLOAT: 4}
-
-
-def amo_transport(trace) -> tuple[np.ndarray, np.ndarray]:
-    """(transport, from_map) per row: the engine each amo took, and whether the manifest's map said so."""
-    def build():
-        kind, engine = trace["kind"], trace["engine"].astype(np.int64)
-        out, mapped = engine.copy(), np.zeros(trace.n, bool)
-        m = trace.manifest
-        if m.transport is not None:
-            table = np.array([[-1 if e is None else int(e) for e in row] for row in m.transport], np.int64)
-            rows = np.flatnonzero(kind == C.K_AMO)
-            rank, peer = trace["rank"][rows].astype(np.int64), trace["peer"][rows].astype(np.int64)
-            ok = (peer >= 0) & (peer < m.ranks)
-            t = np.full(len(rows), -1, np.int64)
-            t[ok] = table[rank[ok], peer[ok]]
-            use = t >= 0
-            out[rows[use]] = t[use]
-            mapped[rows[use]] = True
-        return out, mapped
-    return cached(trace, "amo_transport", build)
 
 
 def dtype_in(trace, types) -> np.ndarray:
@@ -140,5 +122,5 @@ def flag_observed(trace, order: HappensBefore) -> np.ndarray:
 def cover_phase(order: HappensBefore, rows: np.ndarray) -> np.ndarray:
     """The barrier phase (phase_core) of the quiet that completes each of ``rows``; NO_COVER if none."""
     phase = order.phase_core
-    cov = order.cover(False)[rows]
+    cov = order.completed_at()[rows]
     return np.where(cov >= 0, phase[np.maximum(cov, 0)], NO_COVER).astype(np.int64)

@@ -159,7 +159,7 @@ class ResetRacesInflight(Rule):
         if not len(w.row):
             return
         order = ctx.stage(HappensBefore)
-        phase_all, cov, launch = order.phase_all, order.cover(False), trace["launch"]
+        phase_all, cov, launch = order.phase_all, order.completed_at(), trace["launch"]
         lmin = np.int64(w.lmin)  # the table's: its ck holds launch - lmin
         cround = np.empty(trace.n, np.int64)
         _round_of_cover(trace["kind"], trace["engine"], cov, launch, phase_all, lmin, cround)

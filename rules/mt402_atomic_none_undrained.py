@@ -8,17 +8,24 @@ from ingest.contract import PipeEvent, PipeOp
 
 from . import _hits as H
 from ._jit import kernel
+from .analysis import HappensBefore, Stage
 from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
-K_BEGIN, K_PUT, K_GET, K_AMODE, K_PIPE, K_QUIET = C.K_BEGIN, C.K_PUT, C.K_GET, C.K_AMODE, C.K_PIPE, C.K_QUIET
-E_MTE, E_ALL, OP_ADD = C.E_MTE, C.E_ALL, C.OP_ADD
+K_BEGIN, K_PUT, K_GET, K_AMODE, K_PIPE = C.K_BEGIN, C.K_PUT, C.K_GET, C.K_AMODE, C.K_PIPE
+E_MTE, OP_ADD = C.E_MTE, C.OP_ADD
 WAIT_FLAG, PIPE_BARRIER = int(PipeOp.WAIT_FLAG), int(PipeOp.PIPE_BARRIER)
 EV_MTE3_S, EV_MTE3, EV_ALL = int(PipeEvent.MTE3_S), int(PipeEvent.MTE3), int(PipeEvent.ALL)
 
 
 @kernel
-def _scan(seg, kind, engine, op, pipe_op, event, hit_write, hit_open):
+def _scan(seg, kind, engine, op, pipe_op, event, done):
+    # done: the completion pass with the quiets' peers forgotten and without kernel_end (an
+    # MTE or all quiet drains the pipe whatever peer it names). The MTE3 pipe waits are not
+    # quiets: they drain it too, so they stay here. A drain clears every earlier write, so the
+    # last write is undrained exactly when some write is.
+    hit_write = np.full_like(done, -1)  # row numbers, in the dtype the completion pass uses
+    hit_open = np.full_like(done, -1)
     for s in range(len(seg) - 1):
         mode_add = False
         opened = -1
@@ -33,7 +40,7 @@ def _scan(seg, kind, engine, op, pipe_op, event, hit_write, hit_open):
                     mode_add = True
                     opened = i
                 else:
-                    if mode_add and outst >= 0:
+                    if mode_add and outst >= 0 and not (0 <= done[outst] < i):
                         hit_write[i] = outst
                         hit_open[i] = opened
                     mode_add = False
@@ -44,8 +51,7 @@ def _scan(seg, kind, engine, op, pipe_op, event, hit_write, hit_open):
                 if (pipe_op[i] == WAIT_FLAG and event[i] == EV_MTE3_S) or \
                         (pipe_op[i] == PIPE_BARRIER and (event[i] == EV_ALL or event[i] == EV_MTE3)):
                     outst = -1
-            elif k == K_QUIET and (engine[i] == E_MTE or engine[i] == E_ALL):
-                outst = -1  # aclshmem_quiet is PipeBarrier<PIPE_ALL>
+    return hit_write, hit_open
 
 
 class AtomicNoneUndrained(Rule):
@@ -83,14 +89,15 @@ class AtomicNoneUndrained(Rule):
     severity = Severity.WARNING
     summary = "Atomic mode switched to none while MTE3 writes issued under add are outstanding"
     options = {"severity": "warning"}
+    requires = (Stage.HAPPENS_BEFORE,)
 
     def check(self, trace, ctx):
-        if trace.n == 0:
-            return
+        if trace.n == 0 or not (trace["kind"] == K_AMODE).any():
+            return  # no atomic mode, no window: nothing to drain (and no completion pass to compute)
         sev = Severity(ctx.option("severity", self.options["severity"]))
-        hit_write, hit_open = C.rows_full(trace.n), C.rows_full(trace.n)
-        _scan(trace.segments, trace["kind"], trace["engine"], trace["op"], trace["pipe_op"],
-              trace["event"], hit_write, hit_open)
+        done = ctx.stage(HappensBefore).completed_at(ends=False, peers=False)
+        hit_write, hit_open = _scan(trace.segments, trace["kind"], trace["engine"], trace["op"], trace["pipe_op"],
+                                    trace["event"], done)
         for r in np.flatnonzero(hit_write >= 0):
             r = int(r)
             w, o = int(hit_write[r]), int(hit_open[r])

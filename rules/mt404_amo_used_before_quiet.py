@@ -6,16 +6,20 @@ import numpy as np
 
 from . import _hits as H
 from ._jit import kernel
+from .analysis import HappensBefore, Stage
 from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 
-K_BEGIN, K_END, K_AMO, K_QUIET = C.K_BEGIN, C.K_END, C.K_AMO, C.K_QUIET
+K_BEGIN, K_END, K_AMO = C.K_BEGIN, C.K_END, C.K_AMO
 K_SIGNAL, K_PUTSIG, K_WBEGIN, K_BBEGIN = C.K_SIGNAL, C.K_PUTSIG, C.K_WBEGIN, C.K_BBEGIN
-E_UDMA, E_ROCE, E_ALL, NE, NULL8 = C.E_UDMA, C.E_ROCE, C.E_ALL, C.N_ENGINES, C.NULL8
+E_UDMA, E_ROCE, NE = C.E_UDMA, C.E_ROCE, C.N_ENGINES
 
 
 @kernel
-def _scan(seg, kind, engine, peer, key, nranks, use):
+def _scan(seg, kind, engine, peer, key, nranks, done, use):
+    # done: the completion pass (quiets alone: a fence orders, it completes nothing). An amo is
+    # outstanding from its issue until the row that completes it; entries whose completion has
+    # passed are dropped where they are next looked at.
     for s in range(len(seg) - 1):
         outst = np.full((NE, nranks), -1, np.int64)  # first unquieted UDMA/RoCE amo per (engine, peer)
         nout = 0  # entries of outst set: most events find none and skip the (engine, peer) sweep
@@ -24,23 +28,17 @@ def _scan(seg, kind, engine, peer, key, nranks, use):
             if k == K_BEGIN:
                 outst[:, :] = -1
                 nout = 0
-            elif k == K_QUIET:
-                if nout == 0:
-                    continue
-                e = engine[i]
-                p = peer[i]
-                for x in range(NE):
-                    if e == NULL8 or e == E_ALL or e == x:
-                        for q in range(nranks):
-                            if (p < 0 or p == q) and outst[x, q] >= 0:
-                                outst[x, q] = -1
-                                nout -= 1
             elif k == K_AMO:
                 e = engine[i]
                 p = peer[i]
-                if (e == E_UDMA or e == E_ROCE) and 0 <= p < nranks and outst[e, p] < 0:
-                    outst[e, p] = i
-                    nout += 1
+                if (e == E_UDMA or e == E_ROCE) and 0 <= p < nranks:
+                    a = outst[e, p]
+                    if a >= 0 and 0 <= done[a] < i:
+                        outst[e, p] = -1
+                        nout -= 1
+                    if outst[e, p] < 0:
+                        outst[e, p] = i
+                        nout += 1
             elif k == K_BBEGIN or k == K_END or k == K_SIGNAL or k == K_PUTSIG or k == K_WBEGIN:
                 if nout == 0:
                     continue
@@ -49,6 +47,10 @@ def _scan(seg, kind, engine, peer, key, nranks, use):
                     for q in range(nranks):
                         a = outst[x, q]
                         if a < 0:
+                            continue
+                        if 0 <= done[a] < i:
+                            outst[x, q] = -1
+                            nout -= 1
                             continue
                         # A barrier or the kernel's end relies on every earlier op;
                         # a signal on those to its peer; a wait on the word itself.
@@ -90,13 +92,14 @@ class AmoUsedBeforeQuiet(Rule):
     family = Family.MISSING_DRAIN
     severity = Severity.ERROR
     summary = "UDMA/RoCE atomic result used (barrier, signal, wait, kernel end) before its engine's quiet"
+    requires = (Stage.HAPPENS_BEFORE,)
 
     def check(self, trace, ctx):
         if trace.n == 0:
             return
         use = C.rows_full(trace.n)
         _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], trace.key,
-              int(trace.manifest.ranks), use)
+              int(trace.manifest.ranks), ctx.stage(HappensBefore).completed_at(), use)
         amos = np.flatnonzero(use >= 0)
         # One hit per (rank, core, launch, amo site): a loop of amos missing one quiet is one root.
         for g in H.groups(amos, trace["rank"][amos], trace["core"][amos], trace["launch"][amos],

@@ -8,7 +8,7 @@ from ingest.contract import PipeEvent, PipeOp
 
 from . import _hits as H
 from ._jit import kernel
-from .analysis import CoreScan, Stage
+from .analysis import CoreScan, HappensBefore, Stage
 from .analysis import codes as C
 from .analysis import regions as R
 from .analysis.groups import group_columns
@@ -16,7 +16,7 @@ from .base import Confidence, Family, Rule, Severity, hits_of
 
 K_BEGIN, K_END, K_GET, K_QUIET, K_PIPE, K_WRITE = C.K_BEGIN, C.K_END, C.K_GET, C.K_QUIET, C.K_PIPE, C.K_WRITE
 K_SIGNAL, K_PUTSIG, K_BBEGIN, K_WBEGIN = C.K_SIGNAL, C.K_PUTSIG, C.K_BBEGIN, C.K_WBEGIN
-E_MTE, E_SDMA, E_UDMA, E_ROCE, E_ALL, NULL8 = C.E_MTE, C.E_SDMA, C.E_UDMA, C.E_ROCE, C.E_ALL, C.NULL8
+E_MTE, E_SDMA, E_UDMA, E_ROCE = C.E_MTE, C.E_SDMA, C.E_UDMA, C.E_ROCE
 WAIT_FLAG, PIPE_BARRIER = int(PipeOp.WAIT_FLAG), int(PipeOp.PIPE_BARRIER)
 # Waits on an event an MTE pipe sets, and barriers of all pipes or MTE3: an MTE get has landed after them.
 EV_M3S, EV_M3M2, EV_M2S, EV_M2M3 = (int(e) for e in (PipeEvent.MTE3_S, PipeEvent.MTE3_MTE2, PipeEvent.MTE2_S,
@@ -26,8 +26,13 @@ _SHOW = 8  # (get, use) pairs named in a group's extra
 
 
 @kernel
-def _scan(seg, kind, engine, peer, pipe_op, event, key, dext, tracked, quiet_use, prev, use, wrong):
+def _scan(seg, kind, engine, pipe_op, event, key, dext, tracked, quiet_use, prev, done):
+    # done: the completion pass (a quiet of the get's engine and peer; kernel_end for MTE).
+    # The MTE pipe waits below are not quiets: they land an MTE get too, so they stay here.
+    # A get is alive from its issue until done, drained, used or its launch ends.
     n = len(kind)
+    use = np.full_like(done, -1)  # row numbers, in the dtype the completion pass uses
+    wrong = np.full_like(done, -1)
     alive = np.zeros(n, np.bool_)
     width = 1
     for s in range(len(seg) - 1):
@@ -35,40 +40,34 @@ def _scan(seg, kind, engine, peer, pipe_op, event, key, dext, tracked, quiet_use
     lst = np.empty(width, np.int64)  # outstanding gets of the core, in issue order
     for s in range(len(seg) - 1):
         m = 0
+        lastq = -1  # the core's last quiet: one after a live get did not complete it
         for i in range(seg[s], seg[s + 1]):
             k = kind[i]
             if k == K_BEGIN:
                 for j in range(m):
                     alive[lst[j]] = False
                 m = 0
-            elif k == K_QUIET or k == K_PIPE:
-                e = engine[i]
-                p = peer[i]
+                lastq = -1
+            elif k == K_QUIET:
+                lastq = i
+            elif k == K_PIPE:
                 ev = event[i]
-                drain_mte = k == K_PIPE and (
-                    (pipe_op[i] == WAIT_FLAG and (ev == EV_M3S or ev == EV_M3M2 or ev == EV_M2S or ev == EV_M2M3))
-                    or (pipe_op[i] == PIPE_BARRIER and (ev == EV_ALL or ev == EV_MTE3)))
-                keep = 0
-                for j in range(m):
-                    g = lst[j]
-                    if not alive[g]:
-                        continue
-                    if k == K_QUIET:
-                        done = (e == NULL8 or e == E_ALL or e == engine[g]) and (p < 0 or p == peer[g])
-                    else:
-                        done = drain_mte and engine[g] == E_MTE
-                    if done:
-                        alive[g] = False
-                    else:
-                        if k == K_QUIET:
-                            wrong[g] = i
+                if (pipe_op[i] == WAIT_FLAG and (ev == EV_M3S or ev == EV_M3M2 or ev == EV_M2S or ev == EV_M2M3)) \
+                        or (pipe_op[i] == PIPE_BARRIER and (ev == EV_ALL or ev == EV_MTE3)):
+                    keep = 0
+                    for j in range(m):
+                        g = lst[j]
+                        if not alive[g] or engine[g] == E_MTE or 0 <= done[g] <= i:
+                            alive[g] = False
+                            continue
                         lst[keep] = g
                         keep += 1
-                m = keep
+                    m = keep
             elif k == K_GET:
                 pv = prev[i]
-                if pv >= 0 and alive[pv]:
+                if pv >= 0 and alive[pv] and not (0 <= done[pv] < i):
                     use[pv] = i  # the same destination refilled while the last fill may still land
+                    wrong[pv] = lastq if lastq > pv else -1
                     alive[pv] = False
                 if tracked[i]:
                     alive[i] = True
@@ -81,19 +80,23 @@ def _scan(seg, kind, engine, peer, pipe_op, event, key, dext, tracked, quiet_use
                     g = lst[j]
                     if not alive[g]:
                         continue
-                    # A wait only relies on a get that fills the waited word; MTE drains at kernel end.
-                    if (k == K_WBEGIN and not (key[g] <= key[i] < key[g] + dext[g])) or \
-                            (k == K_END and engine[g] == E_MTE):
+                    if 0 <= done[g] <= i:  # kernel_end is the very row that completes an MTE get
+                        alive[g] = False
+                        continue
+                    # A wait only relies on a get that fills the waited word.
+                    if k == K_WBEGIN and not (key[g] <= key[i] < key[g] + dext[g]):
                         lst[keep] = g
                         keep += 1
                         continue
                     use[g] = i
+                    wrong[g] = lastq if lastq > g else -1
                     alive[g] = False
                 m = keep
                 if k == K_END:
                     for j in range(m):
                         alive[lst[j]] = False
                     m = 0
+    return use, wrong
 
 
 class GetUsedBeforeQuiet(Rule):
@@ -137,7 +140,7 @@ class GetUsedBeforeQuiet(Rule):
     family = Family.MISSING_DRAIN
     severity = Severity.ERROR
     summary = "A get's destination used (write, refill, signal, barrier, kernel end) before its engine's quiet"
-    requires = (Stage.CORE_SCAN,)
+    requires = (Stage.CORE_SCAN, Stage.HAPPENS_BEFORE)
     # A non-MTE get inside an atomic-add window (MT702) refills its destination because the
     # kernel meant an inline reduce the engine does not have: that is the root.
     cites = ("MT702",)
@@ -154,10 +157,9 @@ class GetUsedBeforeQuiet(Rule):
         reg = R.target_region(trace)
         flaglike = R.region_table(trace)["flaglike"][np.where(reg >= 0, reg, 0)] & (reg >= 0)
         prev = _previous_same_destination(trace, np.flatnonzero(tracked))
-        use, wrong = C.rows_full(trace.n), C.rows_full(trace.n)
-        _scan(trace.segments, kind, trace["engine"], trace["peer"], trace["pipe_op"],
-              trace["event"], trace.key, R.extent(trace), tracked,
-              ~flaglike, prev, use, wrong)
+        # The quiet that completes each get (for MTE also kernel_end) is the happens-before stage's.
+        use, wrong = _scan(trace.segments, kind, trace["engine"], trace["pipe_op"], trace["event"], trace.key,
+                           R.extent(trace), tracked, ~flaglike, prev, ctx.stage(HappensBefore).completed_at())
         gets = np.flatnonzero(use >= 0)
         if not len(gets):
             return

@@ -135,7 +135,7 @@ class PutSourceReused(Rule):
         tlo = np.where(kind == K_GET, trace["local_offset"], trace["offset"]).astype(np.int64)
         thi = tlo + R.extent(trace)
         order = ctx.stage(HappensBefore)
-        cover = order.cover(False)
+        cover = order.completed_at()
         out = C.rows_full(trace.n)
         _same_core(trace.segments, kind, treg, tlo, thi, lreg, slo, shi, sourced, cover, out)
         self._cross_core(trace, order, kind, sourced, lreg, slo, shi, treg, tlo, thi, out)

@@ -12,13 +12,15 @@ from .analysis import codes as C
 from .analysis.groups import group_columns
 from .base import Confidence, Family, Rule, Severity
 
-K_BEGIN, K_QUIET, K_AMO = C.K_BEGIN, C.K_QUIET, C.K_AMO
+K_BEGIN, K_AMO = C.K_BEGIN, C.K_AMO
 K_PUT, K_GET, K_PUTSIG = C.K_PUT, C.K_GET, C.K_PUTSIG
-E_UDMA, E_ROCE, E_ALL, NE, NULL8 = C.E_UDMA, C.E_ROCE, C.E_ALL, C.N_ENGINES, C.NULL8
+E_UDMA, E_ROCE, NE = C.E_UDMA, C.E_ROCE, C.N_ENGINES
 
 
 @kernel
-def _scan(seg, kind, engine, peer, nranks, out):
+def _scan(seg, kind, engine, peer, nranks, done, out):
+    # done: the completion pass with amos keyed by their transport (as ``engine`` is here):
+    # an op is outstanding from its issue until the row that completes it.
     for s in range(len(seg) - 1):
         rma = np.full((NE, nranks), -1, np.int64)  # first outstanding put/get per (engine, peer)
         amo = np.full((NE, nranks), -1, np.int64)  # first outstanding amo per (engine, peer)
@@ -27,20 +29,17 @@ def _scan(seg, kind, engine, peer, nranks, out):
             if k == K_BEGIN:
                 rma[:, :] = -1
                 amo[:, :] = -1
-            elif k == K_QUIET:
-                e = engine[i]
-                p = peer[i]
-                for x in range(NE):
-                    if e == NULL8 or e == E_ALL or e == x:
-                        for q in range(nranks):
-                            if p < 0 or p == q:
-                                rma[x, q] = -1
-                                amo[x, q] = -1
             elif k == K_AMO or k == K_PUT or k == K_GET or k == K_PUTSIG:
                 e = engine[i]
                 p = peer[i]
                 if (e != E_UDMA and e != E_ROCE) or p < 0 or p >= nranks:
                     continue
+                # One quiet completes every op of (engine, peer) issued before it, so the first
+                # outstanding one completed means all before this row did.
+                if rma[e, p] >= 0 and 0 <= done[rma[e, p]] < i:
+                    rma[e, p] = -1
+                if amo[e, p] >= 0 and 0 <= done[amo[e, p]] < i:
+                    amo[e, p] = -1
                 if k == K_AMO:
                     if rma[e, p] >= 0:
                         out[i] = rma[e, p]
@@ -121,10 +120,13 @@ class ConcurrentRmaAmo(Rule):
         if trace.n == 0:
             return
         transport, _ = E.amo_transport(trace)
+        hb = ctx.stage(HappensBefore)
         out = C.rows_full(trace.n)
-        _scan(trace.segments, trace["kind"], transport.astype(np.int8), trace["peer"], int(trace.manifest.ranks), out)
+        # The queue an amo shares with puts is the one it took: its completion by that transport.
+        _scan(trace.segments, trace["kind"], transport.astype(np.int8), trace["peer"], int(trace.manifest.ranks),
+              hb.completed_at(transport=True), out)
         if int(trace.manifest.cores) > 1:
-            self._across_cores(trace, ctx.stage(HappensBefore), transport, out)
+            self._across_cores(trace, hb, transport, out)
         rows = np.flatnonzero(out >= 0)
         for g in H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
             r, o = int(g[0]), int(out[g[0]])

@@ -9,6 +9,7 @@ from ingest.contract import Engine, Kind, Op, PipeEvent, PipeOp, Scope
 from rules import mt402_atomic_none_undrained as m402
 from rules import mt404_amo_used_before_quiet as m404
 from rules import mt407_get_used_before_quiet as m407
+from rules import mt603_concurrent_rma_amo as m603
 from rules import mt604_overlapping_output_writes as m604
 from rules.analysis import _passes as P
 from rules.analysis import _unfenced as U
@@ -50,6 +51,21 @@ def _full(n, k=1, fill=-1, dtype=np.int64):
     return lambda: tuple(np.full(n, fill, dtype) for _ in range(k))
 
 
+def _returned(fn, *args):
+    """A kernel that returns its arrays: compiled and pure Python agree."""
+    c, p = fn(*args), fn.py_func(*args)
+    for x, y in zip(c if isinstance(c, tuple) else (c,), p if isinstance(p, tuple) else (p,)):
+        np.testing.assert_array_equal(x, y)
+
+
+def _completion(a, fences=False, ends=True, peers=True):
+    """The happens-before stage's completion pass over a synthetic trace (what the scans read)."""
+    out = np.full(len(a["kind"]), -1, np.int64)
+    peer = a["peer"] if peers else np.where(a["kind"] == C.K_QUIET, np.int16(C.NULL16), a["peer"])
+    P._completion_kernel(a["seg"], a["kind"], a["engine"], peer, fences, ends, NRANKS, out)
+    return out
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_kernels_match_py_func(seed):
     a = _trace(seed)
@@ -57,21 +73,26 @@ def test_kernels_match_py_func(seed):
     _both(P._phase_kernel, lambda: (np.zeros(n, np.int32), np.zeros(n, np.int32)),
           a["seg"], a["kind"], a["scope"], a["pipe_op"], a["launch"])
     for fences in (False, True):
-        _both(P._cover_kernel, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], fences, NRANKS)
+        for ends in (False, True):
+            _both(P._completion_kernel, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], fences, ends, NRANKS)
     _both(P._atomic_kernel, _full(n), a["seg"], a["kind"], a["op"])
     _both(P._wait_kernel, _full(n, 2), a["seg"], a["kind"])
     ordered = np.zeros(C.N_ENGINES, bool)
     ordered[int(Engine.ROCE)] = True
-    _both(U._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS)
-    _both(U._put_flag, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS)
+    done = _completion(a, fences=True, ends=False)
+    _returned(U._scan, a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS, done)
+    _returned(U._put_flag, a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS, done)
     rng = np.random.default_rng(seed)
     prev = np.where(rng.random(n) < 0.3, rng.integers(0, n, n), -1).astype(np.int64)
     dext = rng.integers(1, 4, n).astype(np.int64)
     tracked = (a["kind"] == C.K_GET) & (rng.random(n) < 0.8)
-    _both(m407._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["peer"], a["pipe_op"],
-          a["event"].astype(np.int64), a["key"], dext, tracked, a["flag"], prev)
-    _both(m402._scan, _full(n, 2), a["seg"], a["kind"], a["engine"], a["op"], a["pipe_op"], a["event"])
-    _both(m404._scan, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], a["key"], NRANKS)
+    done = _completion(a)
+    _returned(m407._scan, a["seg"], a["kind"], a["engine"], a["pipe_op"],
+              a["event"].astype(np.int64), a["key"], dext, tracked, a["flag"], prev, done)
+    _returned(m402._scan, a["seg"], a["kind"], a["engine"], a["op"], a["pipe_op"], a["event"],
+              _completion(a, ends=False, peers=False))
+    _both(m404._scan, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], a["key"], NRANKS, done)
+    _both(m603._scan, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], NRANKS, done)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -110,12 +131,10 @@ def test_sweep_finds_overlap_with_other_core_only():
 def test_put_flag_agrees_with_flag_hits(seed):
     """A put maps to a flag write exactly when that flag write is an MT401 hit (MT202 cites its key)."""
     a = _trace(seed, 2000)
-    n = len(a["kind"])
     ordered = np.zeros(C.N_ENGINES, bool)
-    hit_put, hit_q = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
-    U._scan(a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS, hit_put, hit_q)
-    pf = np.full(n, -1, np.int64)
-    U._put_flag(a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS, pf)
+    done = _completion(a, fences=True, ends=False)
+    hit_put, hit_q = U._scan(a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS, done)
+    pf = U._put_flag(a["seg"], a["kind"], a["engine"], a["peer"], a["flag"], ordered, NRANKS, done)
     assert (pf >= 0).any() and (hit_put >= 0).any()
     assert (hit_put[pf[pf >= 0]] >= 0).all()
     # ... and every reported outstanding put maps to the flag write that reported it, or an earlier one.

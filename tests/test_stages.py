@@ -12,8 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from rules.analysis import RESULTS, HappensBefore, Stage, UndeclaredStage, WordTable, allow, closure
-from rules.analysis import _passes
+from rules.analysis import (
+    RESULTS,
+    HappensBefore,
+    Stage,
+    UndeclaredStage,
+    WordTable,
+    _passes,
+    allow,
+    closure,
+)
 from rules.analysis.stages import DEPENDS
 from rules.base import Family, Rule, Severity
 from rules.runner import check_one, run
@@ -83,8 +91,8 @@ def test_a_stage_one_builds_on_is_not_handed_out(view):
 
 def test_an_undeclared_stage_through_a_helper_fails(view):
     """A rule that calls a stage's part directly (bypassing its context) is caught by the cache guard."""
-    probe = _probe((Stage.CORE_SCAN,), lambda trace, ctx: _passes.cover(trace, False))
-    with pytest.raises(UndeclaredStage, match="cover:False"):
+    probe = _probe((Stage.CORE_SCAN,), lambda trace, ctx: _passes.completed_at(trace))
+    with pytest.raises(UndeclaredStage, match="completed_at:False:True:False:True"):
         check_one(probe, view)
 
 

@@ -7,10 +7,11 @@ counts and launches only (ts of different ranks are never compared):
 - ``phases``: per row, the scope-``all`` barriers its core has left in this
   launch (orders rows of different ranks) and the barriers of any scope plus
   ``sync_all`` (orders rows of different cores of one rank).
-- ``cover``: per one-sided op, the first later row of its core that completes
-  it (a quiet of its engine, of that peer or of all; kernel_end for MTE and
-  local work, whose pipes drain when the kernel exits) or, with fences, also
-  orders it (a fence).
+- ``completed_at``: per one-sided op, the first later row of its core that
+  completes it (a quiet of its engine, of that peer or of all; kernel_end for
+  MTE and local work, whose pipes drain when the kernel exits) or, with
+  fences, also orders it (a fence). Every rule and analysis that asks whether
+  a quiet completed an op reads it; none scans for quiets itself.
 - ``atomic_window``: per row, the atomic_mode add row whose window it is in.
 - ``wait_pairs``: each wait_begin's wait_end (or -1: still waiting).
 
@@ -56,6 +57,7 @@ from .codes import (
     SCOPE_ALL,
     rows_full,
 )
+from .regions import amo_transport
 from .stages import Stage
 
 
@@ -182,9 +184,10 @@ def _through_core_barriers(trace, phase_all: np.ndarray) -> None:
 
 
 @kernel
-def _cover_kernel(seg, kind, engine, peer, fences, nranks, out):
-    # Backward: the nearest later covering row per engine (any peer) and per
-    # (engine, peer); an op's cover is the nearer of its two.
+def _completion_kernel(seg, kind, engine, peer, fences, ends, nranks, out):
+    # Backward: the nearest later completing row per engine (any peer) and per
+    # (engine, peer); an op's completion is the nearer of its two. Not reset at
+    # kernel_begin: a row past its launch is what callers that track a launch see as "not yet".
     for s in range(len(seg) - 1):
         any_ = np.full(N_ENGINES, -1, np.int64)
         per = np.full((N_ENGINES, nranks), -1, np.int64)
@@ -200,8 +203,9 @@ def _cover_kernel(seg, kind, engine, peer, fences, nranks, out):
                         else:
                             per[x, p] = i
             elif k == K_END:
-                any_[E_MTE] = i
-                any_[E_LOCAL] = i
+                if ends:
+                    any_[E_MTE] = i
+                    any_[E_LOCAL] = i
             elif k == K_PUT or k == K_GET or k == K_PUTSIG or k == K_SIGNAL or k == K_AMO:
                 e = engine[i]
                 if e < 0 or e >= N_ENGINES:
@@ -217,15 +221,49 @@ def _cover_kernel(seg, kind, engine, peer, fences, nranks, out):
                     out[i] = min(a, b)
 
 
-def cover(trace, fences: bool) -> np.ndarray:
-    """Per op row, the first later row of its core that completes it (or, with fences, orders it); -1 if none."""
+def completed_at(trace, fences: bool = False, ends: bool = True, transport: bool = False,
+                 peers: bool = True) -> np.ndarray:
+    """Per one-sided op row, the first later row of its core that completes it; -1 if none in the trace.
+
+    The one answer to "does this quiet complete that op": a quiet of the op's
+    engine (or all, or none named) and of its peer (or of every peer). The
+    places that ask differ on purpose only in what else counts, so those are
+    the parameters (each combination is one cached pass):
+
+    - ``fences``: a fence counts too. MT401 asks whether a flag can overtake a
+      payload, which a fence prevents (it orders delivery); whoever asks
+      whether the op's effect is done (the race and drain rules) counts quiets
+      alone, since a fence completes nothing.
+    - ``ends``: kernel_end completes MTE and local work (their pipes drain when
+      the kernel exits). MT401 leaves it out: it scans a launch and never asks
+      past its end, and its findings were written without it.
+    - ``transport``: an amo's engine is its transport (the manifest's map,
+      ``regions.amo_transport``) rather than the event's. MT603 asks about the
+      queue the amo really took; the others key amos by the engine the event names.
+    - ``peers``: a quiet naming a peer completes that peer's ops only. MT402 asks
+      whether the MTE3 pipe drained, and ``aclshmem_quiet`` is
+      ``PipeBarrier<PIPE_ALL>``: it drains the engine whatever peer it names, so
+      there the quiets' peers are forgotten (``peers=False``).
+
+    The result is not reset at kernel_begin: a caller that tracks one launch
+    reads a completion past its launch's end as "not completed in the launch".
+    """
+    transport = bool(transport) and trace.manifest.transport is not None  # no map: the events' engines
+
     def build():
         out = rows_full(trace.n)
         if trace.n:
-            _cover_kernel(trace.segments, trace["kind"], trace["engine"], trace["peer"],
-                          bool(fences), int(trace.manifest.ranks), out)
+            engine = trace["engine"]
+            if transport:
+                engine = amo_transport(trace)[0].astype(engine.dtype)
+            peer = trace["peer"]
+            if not peers:
+                peer = np.where(trace["kind"] == K_QUIET, peer.dtype.type(NULL16), peer)
+            _completion_kernel(trace.segments, trace["kind"], engine, peer,
+                               bool(fences), bool(ends), int(trace.manifest.ranks), out)
         return out
-    return cached(trace, f"cover:{bool(fences)}", build, Stage.HAPPENS_BEFORE)
+    key = f"completed_at:{bool(fences)}:{bool(ends)}:{transport}:{bool(peers)}"
+    return cached(trace, key, build, Stage.HAPPENS_BEFORE)
 
 
 @kernel

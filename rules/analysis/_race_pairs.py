@@ -101,7 +101,7 @@ def drains(trace) -> np.ndarray:
 
 
 def done_of(trace, rows: np.ndarray, is_read: bool) -> np.ndarray:
-    cov = P.cover(trace, False)[rows].astype(np.int64)
+    cov = P.completed_at(trace)[rows].astype(np.int64)
     if not is_read:
         local = trace["kind"][rows] == K_WRITE
         return np.where(local, rows, cov)

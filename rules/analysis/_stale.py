@@ -265,7 +265,7 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     # to its own rank that core 0 resets after waiting on the sibling's done flag).
     core = trace["core"]
     ok &= (w.phase[np.maximum(prev, 0)] == w.phase[idx]) & ((rank[rl] != rank[rr]) | (core[rl] != core[rr]))
-    cov = _passes.cover(trace, False)[rl]
+    cov = _passes.completed_at(trace)[rl]
     ok &= cov >= 0
     if not ok.any():
         return out

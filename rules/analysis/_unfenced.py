@@ -4,12 +4,16 @@ MT401 reports them; MT202 cites them (a late put that lands after the owner's
 reset leaves the word off its reset value), so both read one cached pass and
 the key MT202 cites is the key MT401 emits by construction.
 
+Whether a quiet or fence covered a put is the happens-before stage's one
+completion pass (``_passes.completed_at`` with fences, without kernel_end);
+both scans read it and look for no quiet themselves.
+
 - ``_scan`` (forward, per core): per flag write, the first payload put to its
-  peer no quiet or fence of the put's engine (or all; of that peer) covered,
-  and the last quiet/fence of another engine or peer since then.
+  peer not yet completed, and the last quiet/fence of another engine or peer
+  since then.
 - ``_put_flag`` (backward, per core): per payload put, the first flag write it
-  is still outstanding at; the same cover and exemption rules, so a put maps to
-  a flag write exactly when that flag write is a hit.
+  is still outstanding at; the same completion and exemption rules, so a put
+  maps to a flag write exactly when that flag write is a hit.
 - groups: one missing drain is one group, (rank, core, launch, site of the
   overtaken put), keyed by its first flag write: one quiet after that put
   fixes every flag write of the group, so a loop of N signals (from however
@@ -28,80 +32,76 @@ from .._jit import kernel
 from . import codes as C
 from . import regions as R
 from ._cache import cached
+from ._passes import completed_at
 from .groups import group_columns
 from .stages import Stage
 
 K_BEGIN, K_PUT, K_SIGNAL, K_AMO = C.K_BEGIN, C.K_PUT, C.K_SIGNAL, C.K_AMO
-K_QUIET, K_FENCE, NE, E_ALL, NULL8 = C.K_QUIET, C.K_FENCE, C.N_ENGINES, C.E_ALL, C.NULL8
+K_QUIET, K_FENCE, NE = C.K_QUIET, C.K_FENCE, C.N_ENGINES
 DEFAULT_ORDERED = ("roce", "ibgda")  # MT401's option default: an RDMA atomic lands after its QP's writes
 
 
 @kernel
-def _scan(seg, kind, engine, peer, flagrow, ordered, nranks, hit_put, hit_q):
+def _scan(seg, kind, engine, peer, flagrow, ordered, nranks, done):
+    # done: completed_at with fences, without kernel_end. A put stays the first outstanding
+    # one of its (engine, peer) until the row that completes it; any quiet or fence after it
+    # before then is one that did not cover it, so the last such is the latest of the core's.
+    hit_put = np.full_like(done, -1)  # row numbers, in the dtype the completion pass uses
+    hit_q = np.full_like(done, -1)
     for s in range(len(seg) - 1):
-        outst = np.full((NE, nranks), -1, np.int64)  # first uncovered payload put per (engine, peer)
-        wrong = np.full((NE, nranks), -1, np.int64)  # last quiet/fence since then that did not cover it
+        outst = np.full((NE, nranks), -1, np.int64)  # first outstanding payload put per (engine, peer)
+        lastq = -1  # the core's last quiet or fence in this launch
         for i in range(seg[s], seg[s + 1]):
             k = kind[i]
             if k == K_BEGIN:
                 outst[:, :] = -1
-                wrong[:, :] = -1
+                lastq = -1
             elif k == K_QUIET or k == K_FENCE:
-                e = engine[i]
-                p = peer[i]
-                for x in range(NE):
-                    for q in range(nranks):
-                        if outst[x, q] < 0:
-                            continue
-                        if (e == NULL8 or e == E_ALL or e == x) and (p < 0 or p == q):
-                            outst[x, q] = -1
-                            wrong[x, q] = -1
-                        else:
-                            wrong[x, q] = i
+                lastq = i
             elif k == K_PUT and not flagrow[i]:
                 e = engine[i]
                 p = peer[i]
-                if 0 <= e < NE and 0 <= p < nranks and outst[e, p] < 0:
-                    outst[e, p] = i
+                if 0 <= e < NE and 0 <= p < nranks:
+                    o = outst[e, p]
+                    if o < 0 or 0 <= done[o] < i:
+                        outst[e, p] = i
             elif k == K_SIGNAL or k == K_AMO or (k == K_PUT and flagrow[i]):
                 p = peer[i]
                 if p < 0 or p >= nranks:
                     continue
                 for x in range(NE):
-                    if outst[x, p] < 0:
+                    o = outst[x, p]
+                    if o < 0:
+                        continue
+                    if 0 <= done[o] < i:
+                        outst[x, p] = -1
                         continue
                     # Same-queue ordering (an RDMA atomic lands after earlier writes of its QP).
                     if k == K_AMO and engine[i] == x and ordered[x]:
                         continue
-                    hit_put[i] = outst[x, p]
-                    hit_q[i] = wrong[x, p]
+                    hit_put[i] = o
+                    hit_q[i] = lastq if lastq > o else -1
                     break
+    return hit_put, hit_q
 
 
 @kernel
-def _put_flag(seg, kind, engine, peer, flagrow, ordered, nranks, out):
+def _put_flag(seg, kind, engine, peer, flagrow, ordered, nranks, done):
+    # done: as in _scan. A put is outstanding at the next flag write to its peer (its engine
+    # not exempt) that comes before the row that completes it.
+    out = np.full_like(done, -1)
     for s in range(len(seg) - 1):
         nflag = np.full((NE, nranks), -1, np.int64)  # next flag write per (put engine, peer)
-        ncov = np.full((NE, nranks), -1, np.int64)  # next quiet/fence covering (engine, peer)
         for i in range(seg[s + 1] - 1, seg[s] - 1, -1):
             k = kind[i]
             if k == K_BEGIN:
                 nflag[:, :] = -1
-                ncov[:, :] = -1
-            elif k == K_QUIET or k == K_FENCE:
-                e = engine[i]
-                p = peer[i]
-                for x in range(NE):
-                    if e == NULL8 or e == E_ALL or e == x:
-                        for q in range(nranks):
-                            if p < 0 or p == q:
-                                ncov[x, q] = i
             elif k == K_PUT and not flagrow[i]:
                 e = engine[i]
                 p = peer[i]
                 if 0 <= e < NE and 0 <= p < nranks:
                     f = nflag[e, p]
-                    c = ncov[e, p]
+                    c = done[i]
                     if f >= 0 and (c < 0 or f < c):
                         out[i] = f
             elif k == K_SIGNAL or k == K_AMO or (k == K_PUT and flagrow[i]):
@@ -111,6 +111,7 @@ def _put_flag(seg, kind, engine, peer, flagrow, ordered, nranks, out):
                 for x in range(NE):
                     if not (k == K_AMO and engine[i] == x and ordered[x]):
                         nflag[x, p] = i
+    return out
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,12 @@ def _flagrow_kernel(region, flag, out):
         out[i] = r >= 0 and flag[r]
 
 
+def _done(trace) -> np.ndarray:
+    """The completion both scans read: a fence counts (it keeps the flag behind the payload,
+    which is all MT401 asks); kernel_end does not (the scans stay within a launch)."""
+    return completed_at(trace, fences=True, ends=False)
+
+
 def _ordered(names) -> np.ndarray:
     ordered = np.zeros(C.N_ENGINES, bool)
     for name in names:
@@ -163,8 +170,8 @@ def unfenced(trace, ordered_names=None) -> Unfenced:
         n = trace.n
         hit_put, hit_q = C.rows_full(n), C.rows_full(n)
         if n:
-            _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
-                  _ordered(names), int(trace.manifest.ranks), hit_put, hit_q)
+            hit_put, hit_q = _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
+                                   _ordered(names), int(trace.manifest.ranks), _done(trace))
         flags = np.flatnonzero(hit_put >= 0)
         if not len(flags):
             return Unfenced(hit_put, hit_q, flags, np.zeros(0, np.int64), np.zeros(0, np.int64))
@@ -184,9 +191,8 @@ def put_flag(trace, ordered_names=None) -> np.ndarray:
     names = tuple(sorted(trace.options.ordered_engines if ordered_names is None else ordered_names))
 
     def build():
-        out = C.rows_full(trace.n)
-        if trace.n:
-            _put_flag(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
-                      _ordered(names), int(trace.manifest.ranks), out)
-        return out
+        if not trace.n:
+            return C.rows_full(0)
+        return _put_flag(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
+                         _ordered(names), int(trace.manifest.ranks), _done(trace))
     return cached(trace, f"put_flag:{names}", build, Stage.HAPPENS_BEFORE)

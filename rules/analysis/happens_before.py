@@ -31,9 +31,16 @@ class HappensBefore:
     phase_core: np.ndarray  # per row: barriers of any scope and sync_alls its core has left in this launch
     view: Any = field(repr=False, compare=False)
 
-    def cover(self, fences: bool) -> np.ndarray:
-        """Per op row, the first later row of its core that completes it (or, with fences, orders it)."""
-        return _passes.cover(self.view, fences)
+    def completed_at(self, fences: bool = False, ends: bool = True, transport: bool = False,
+                     peers: bool = True) -> np.ndarray:
+        """Per one-sided op row, the first later row of its core that completes it (-1: none in the trace).
+
+        A quiet of its engine and peer; ``ends``: kernel_end for MTE and local work;
+        ``fences``: a fence too (it orders); ``transport``: an amo's engine is the one it
+        took (``regions.amo_transport``); ``peers=False``: a quiet completes its engine
+        whatever peer it names (a pipe drain). Every question "does this quiet complete that
+        op" reads this one pass (``_passes.completed_at`` says why the parameters exist)."""
+        return _passes.completed_at(self.view, fences, ends, transport, peers)
 
     def drains(self) -> np.ndarray:
         """Per row, the MTE pipe drain that completes an MTE get's local write (-1: none)."""

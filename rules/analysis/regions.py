@@ -1,4 +1,5 @@
-"""Region properties as arrays indexable by a region column, and each row's target region and extent.
+"""Region properties as arrays indexable by a region column, each row's target region and extent,
+and the transport each amo took.
 
 View-level facts of the manifest the rules read (declared annotations, the
 rest inferred): every stage and rule may read them, none owns them.
@@ -12,7 +13,7 @@ from ingest.contract import Role
 
 from .._jit import kernel
 from ._cache import cached
-from .codes import K_GET, NULL64
+from .codes import K_AMO, K_GET, NULL64
 
 
 def region_table(trace) -> dict[str, np.ndarray]:
@@ -30,6 +31,31 @@ def region_table(trace) -> dict[str, np.ndarray]:
             "flaglike": np.array(flaglike or [False]),
         }
     return cached(trace, "region_table", build)
+
+
+def amo_transport(trace) -> tuple[np.ndarray, np.ndarray]:
+    """(transport, from_map) per row: the engine each amo took, and whether the manifest's map said so.
+
+    The manifest's per-peer map (``transport``: the unified API dispatches
+    ``aclshmem_*_atomic_add`` on ``topo_list[pe]``) where it states one for
+    (rank, peer), else the engine the event names; other rows keep their engine.
+    """
+    def build():
+        kind, engine = trace["kind"], trace["engine"].astype(np.int64)
+        out, mapped = engine.copy(), np.zeros(trace.n, bool)
+        m = trace.manifest
+        if m.transport is not None:
+            table = np.array([[-1 if e is None else int(e) for e in row] for row in m.transport], np.int64)
+            rows = np.flatnonzero(kind == K_AMO)
+            rank, peer = trace["rank"][rows].astype(np.int64), trace["peer"][rows].astype(np.int64)
+            ok = (peer >= 0) & (peer < m.ranks)
+            t = np.full(len(rows), -1, np.int64)
+            t[ok] = table[rank[ok], peer[ok]]
+            use = t >= 0
+            out[rows[use]] = t[use]
+            mapped[rows[use]] = True
+        return out, mapped
+    return cached(trace, "amo_transport", build)
 
 
 def target_region(trace) -> np.ndarray:
