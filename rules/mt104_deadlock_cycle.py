@@ -48,7 +48,7 @@ class DeadlockCycle(Rule):
             parts = []
             for n in members[:6]:
                 on = [v.rank for v in n.verdicts if v.blocker and v.edges]
-                what = wf.builder.node_text(n.id)
+                what = wf.node_text(n)
                 parts.append(f"rank {n.rank} {what} (expects rank {', '.join(map(str, on))})")
             more = f"; and {len(members) - 6} more" if len(members) > 6 else ""
             first = members[0]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from . import _hits as H
 from .analysis import Stage, WaitForGraph
-from .analysis.wait_for import aliased_routes
 from .base import Confidence, Family, Rule, Severity
 
 
@@ -44,19 +43,17 @@ class WrongTarget(Rule):
 
     def check(self, trace, ctx):
         wf = ctx.stage(WaitForGraph)
-        b = wf.builder
         for key, entry in sorted(wf.wrong.items()):
-            waits = [wf.nodes[i] for i in dict.fromkeys(entry["waits"])]
-            where = b.write_text(entry["write"])
-            expects = "; ".join(f"rank {n.rank} {b.node_text(n.id)} (expects it from rank {key[0]})"
+            waits = [wf.nodes[i] for i in entry.waits]
+            expects = "; ".join(f"rank {n.rank} {wf.node_text(n)} (expects it from rank {key[0]})"
                                 for n in waits[:4])
-            gap = b.gap_of_rank(key[0])
-            msg = (f"rank {key[0]} core {key[1]} launch {int(trace['launch'][entry['row']])} wrote {where}, "
+            gap = wf.rank_gaps.get(key[0])
+            launch = entry.launch
+            msg = (f"rank {key[0]} core {key[1]} launch {launch} wrote {entry.target}, "
                    f"instead of the slot a stuck wait needs: {expects}")
             # A writer handed a row with an invalid expert writes its slots shifted: the route
             # is the cause, the stray write its symptom.
-            launch = int(trace["launch"][entry["row"]])
-            aliased = aliased_routes(wf, key[0], launch)
+            aliased = entry.aliased
             if aliased:
                 msg += f"; {aliased[0][2]}"
             # "Never wrote the slot it owed" is an absence: in a launch the writer does not hold
@@ -66,8 +63,8 @@ class WrongTarget(Rule):
             if gap and not whole_gap:
                 msg += f" [gap: {gap}]"
             yield self.hit(weak.pop("message", msg), caused_by=tuple((a[0], a[1]) for a in aliased), **weak,
-                           rows=(("misdirected write", entry["row"]),)
+                           rows=(("misdirected write", entry.row),)
                            + tuple(("left stuck", n.row) for n in waits[:4]), key=key,
                            **({} if weak else {"confidence": Confidence.PARTIAL_TRACE if gap else Confidence.INFERRED}),
-                           extra={"write": b.write_text(entry["write"]),
+                           extra={"write": entry.target,
                                   "waits": [list(n.key) for n in waits]})

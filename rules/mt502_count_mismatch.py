@@ -161,7 +161,6 @@ def _count_causes(ix: dict, launch: int, sender: int, receiver: int, silent: int
 def _cause_index(trace, wf: WaitForGraph, words: WordTable, producers: Producers) -> dict:
     """What ``_count_causes`` looks up, by its (rank, launch) keys, each list in the order of its
     source: built once per check, not scanned per mismatch."""
-    tb = wf.builder.tables
     regions = trace.manifest.regions
     rank, core, seq, launch = trace["rank"], trace["core"], trace["seq"], trace["launch"]
 
@@ -174,8 +173,7 @@ def _cause_index(trace, wf: WaitForGraph, words: WordTable, producers: Producers
         if regions[k[1]].role == Role.COUNTER:
             ix["stale_counters"].setdefault((k[0], k[2]), []).append(key)
     for key, entry in sorted(wf.wrong.items()):
-        i = entry["write"]
-        ix["wrong"].setdefault((key[0], int(tb.w_owner[i]), int(tb.w_launch[i])), []).append(key)
+        ix["wrong"].setdefault((key[0], entry.owner, entry.launch), []).append(key)
     for h in hits_of(trace, "MT404"):
         ix["mt404"].setdefault((h.key[0], int(launch[h.rows[0][1]])), []).append(
             (tuple(h.key), h.extra.get("peers", ())))

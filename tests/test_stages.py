@@ -142,3 +142,9 @@ def test_the_wait_for_graph_is_frozen_through_and_through(view):
         node.caused_by = ()
     with pytest.raises(TypeError):
         graph.stops[99] = None
+    with pytest.raises(TypeError):
+        graph.rank_gaps[99] = "lost"
+    # It hands out values, never the builder its verdicts were read from (rules quoted its tables).
+    assert {f.name for f in dataclasses.fields(graph)} == {"nodes", "cycles", "stops", "wrong", "region_names",
+                                                            "rank_gaps"}
+    assert all(dataclasses.is_dataclass(m) and m.__dataclass_params__.frozen for m in graph.wrong.values())

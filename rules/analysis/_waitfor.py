@@ -27,6 +27,7 @@ from . import _waitfor_barriers as barriers
 from ._cache import cached
 from ._waitfor_build import Builder
 from ._waitfor_producers import Verdict, classify, expected
+from ._waitfor_stale import aliased_routes
 from .graph import strongly_connected
 from .stages import Stage
 
@@ -118,18 +119,31 @@ class Cycle:
 
 
 @dataclass(frozen=True)
+class Misdirected:
+    """A producer's write that landed on another slot or rank than the one a stuck wait needs."""
+
+    row: int  # the write's event
+    owner: int  # the rank whose slot it wrote
+    launch: int
+    target: str  # "region[slot] of rank r": what it wrote
+    waits: tuple[int, ...]  # the ids of the stuck nodes that expected it
+    aliased: tuple[tuple, ...]  # (MT501, key, text, row): the writer's invalid routes that shift its slots
+
+
+@dataclass(frozen=True)
 class WaitForGraph:
     """The analysis' result, computed once per view: the stuck nodes (their verdicts and cause
     links settled before it is built), the deadlock cycles, the stopped ranks, the misdirected
-    writes, and the tables the verdicts were read from (for rules that quote them)."""
+    writes, and what of the trace a rule quotes beside them (region names, ranks' gaps)."""
 
     stage: ClassVar[Stage] = Stage.WAIT_FOR
 
     nodes: tuple[Node, ...]
     cycles: tuple[Cycle, ...]
     stops: Mapping  # rank -> (key, kind, rows, gap): ranks that died, stopped early or are missing
-    wrong: Mapping  # MT105 key -> (row, text, expected_by node ids)
-    builder: Builder = field(repr=False, compare=False)  # the tables the verdicts were read from
+    wrong: Mapping[tuple, Misdirected]  # MT105 key -> the misdirected write
+    region_names: tuple[str, ...] = ()
+    rank_gaps: Mapping[int, str] = field(default_factory=dict)  # rank -> what of its trace is lost
 
     def waits(self) -> list[Node]:
         return [n for n in self.nodes if n.code == "MT101"]
@@ -143,6 +157,13 @@ class WaitForGraph:
                 return n
         return None
 
+    def node_text(self, n: Node) -> str:
+        """'core 1 waits on ready[3]', 'core 0 in barrier #2 of launch 1': what the node is stuck in."""
+        if n.code == "MT102":
+            return f"core {n.core} in barrier #{n.instance} of launch {n.launch}"
+        what = "timed out on" if n.end_row >= 0 else "waits on"
+        return f"core {n.core} {what} {self.region_names[n.region]}[{n.slot}]"
+
     def root_causes(self) -> dict[tuple, list[Node]]:
         """Every root cause with the stuck nodes it explains (STAT-style counts)."""
         out: dict[tuple, list[Node]] = {}
@@ -155,7 +176,8 @@ class WaitForGraph:
         """Stuck waits grouped by (site, region, cmp, target): one line per class in a report."""
         out: dict[tuple, list[Node]] = {}
         for n in self.waits():
-            out.setdefault(class_of(self.builder.trace, n), []).append(n)
+            name = self.region_names[n.region] if n.region >= 0 else None
+            out.setdefault((n.site, name, Cmp(n.cmp).wire if n.cmp >= 0 else None, n.target), []).append(n)
         return out
 
 
@@ -183,8 +205,16 @@ def _analyze(trace) -> WaitForGraph:
         else:
             barriers.explain(b, n)
     cycles = _condense(nodes)
+    tb = b.tables
+    wrong = {key: Misdirected(e["row"], int(tb.w_owner[e["write"]]), int(tb.w_launch[e["write"]]),
+                              b.write_text(e["write"]), tuple(dict.fromkeys(e["waits"])),
+                              tuple(aliased_routes(b, key[0], int(trace["launch"][e["row"]]))))
+             for key, e in sorted(b.wrong.items())}
+    ranks = set(b.missing) | {r for r, _ in b.lost}
+    gaps = {r: g for r in sorted(ranks) if (g := b.gap_of_rank(r))}
     return WaitForGraph(tuple(_frozen(n) for n in nodes), tuple(cycles), MappingProxyType(b.stops()),
-                        MappingProxyType(b.wrong), b)
+                        MappingProxyType(wrong), tuple(r.name for r in trace.manifest.regions),
+                        MappingProxyType(gaps))
 
 
 def _wait_node(b: Builder, i: int, begin: int, end: int):
