@@ -204,37 +204,23 @@ def _machine() -> str:
 
 def _cpu_split(src: Path, out: Path) -> dict[str, float]:
     """One extra run with per-phase CPU time (thread time, summed over threads)."""
-    import threading
-
-    import ingest.writer as dataset  # the writer holds write_events and DatasetWriter
     import ingest.rings as rings
+    import ingest.writer as dataset  # the writer holds write_events and DatasetWriter
+    from _timing import StepTimer
 
-    acc = {"decode": 0.0, "parquet": 0.0, "order": 0.0}
-    lock = threading.Lock()
-
-    def timed(fn, key):
-        def run(*a, **k):
-            t = time.thread_time()
-            try:
-                return fn(*a, **k)
-            finally:
-                with lock:
-                    acc[key] += time.thread_time() - t
-        return run
-
-    saved = (rings.read_ring_file, dataset.write_events, dataset.DatasetWriter._order_and_check)
-    rings.read_ring_file = timed(saved[0], "decode")
-    dataset.write_events = timed(saved[1], "parquet")
-    dataset.DatasetWriter._order_and_check = timed(saved[2], "order")
+    timer = StepTimer("decode", "parquet", "order")
+    timer.wrap(rings, "read_ring_file", "decode")
+    timer.wrap(dataset, "write_events", "parquet")
+    timer.wrap(dataset.DatasetWriter, "_order_and_check", "order")
     try:
         shutil.rmtree(out, ignore_errors=True)
         c, w = time.process_time(), time.perf_counter()
         _ingest(src, out)
-        acc["total cpu"] = time.process_time() - c
-        acc["wall"] = time.perf_counter() - w
+        timer.acc["total cpu"] = time.process_time() - c
+        timer.acc["wall"] = time.perf_counter() - w
     finally:
-        rings.read_ring_file, dataset.write_events, dataset.DatasetWriter._order_and_check = saved
-    return acc
+        timer.restore()
+    return timer.acc
 
 
 def main() -> None:

@@ -105,26 +105,19 @@ def _run(tree: Path, src: Path, out: Path) -> tuple[int, float, float]:
 # warm one: it wraps whichever steps the tree has (main: _parse then validate; since the checks moved into
 # the scan: _parse, which scans and checks, then _table), so every tree is timed by this same code.
 SPLIT = """
-import json, sys, threading, time
+import json, sys, time
+sys.path.insert(0, sys.argv[4])  # this bench's folder: the StepTimer, whichever tree is measured
+from _timing import StepTimer
 import ingest.jsonl_fast as fast
 import ingest.writer as writer
 from ingest.run import ingest
-acc, lock = {}, threading.Lock()
-def timed(owner, name, key):
-    fn = getattr(owner, name)
-    def run(*a, **k):
-        t = time.thread_time()
-        try:
-            return fn(*a, **k)
-        finally:
-            with lock:
-                acc[key] = acc.get(key, 0.0) + time.thread_time() - t
-    setattr(owner, name, run)
+timer = StepTimer()
+acc = timer.acc
 steps = {"_parse": "parse", "validate": "checks", "_table": "columns"}
 for name, key in steps.items():
     if hasattr(fast, name):
-        timed(fast, name, key)
-timed(writer, "write_events", "parquet encode")
+        timer.wrap(fast, name, key)
+timer.wrap(writer, "write_events", "parquet encode")
 ingest([sys.argv[1]], sys.argv[2], force=True)  # compiles or loads the kernels: not what is measured
 best = {}
 for _ in range(int(sys.argv[3])):
@@ -142,7 +135,8 @@ def _cpu_split(tree: Path, src: Path, out: Path, repeat: int) -> dict:
     """CPU us per event by step for ``tree`` (best of ``repeat`` in-process ingests)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(tree)
-    r = subprocess.run([sys.executable, "-c", SPLIT, str(src), str(out), str(repeat)], cwd=tree, env=env,
+    r = subprocess.run([sys.executable, "-c", SPLIT, str(src), str(out), str(repeat), str(Path(__file__).parent)],
+                       cwd=tree, env=env,
                        capture_output=True, text=True)
     if r.returncode:
         raise SystemExit(f"{tree}: split failed: {r.stderr.strip()[-600:]}")
