@@ -204,9 +204,10 @@ def _machine() -> str:
 
 def _cpu_split(src: Path, out: Path) -> dict[str, float]:
     """One extra run with per-phase CPU time (thread time, summed over threads)."""
+    from _timing import StepTimer
+
     import ingest.rings as rings
     import ingest.writer as dataset  # the writer holds write_events and DatasetWriter
-    from _timing import StepTimer
 
     timer = StepTimer("decode", "parquet", "order")
     timer.wrap(rings, "read_ring_file", "decode")

@@ -89,9 +89,9 @@ def diagnose_child(ds: Path, out: Path, code: Path, extra: list[str], ray_cpus: 
     code_ = os.waitstatus_to_exitcode(status)
     if code_ not in (0, 1):
         raise SystemExit(f"diagnose failed ({code_}): {err[-2000:]}")
-    findings = json.loads(out.read_text())["findings"]
+    summary = json.loads(out.read_text())["summary"]
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss * 1024,
-            "findings": len(findings)}
+            "findings": summary["findings"], "listed": summary.get("listed", summary["findings"])}
 
 
 def windows(ds: Path) -> dict:
@@ -141,7 +141,7 @@ def main() -> None:
     for name, extra, cpus in runs:
         r = diagnose_child(ds, out, args.code, extra, cpus)
         print(f"| {name} | {r['wall']:.1f} s | {r['cpu']:.1f} s | {r['rss'] / 2**30:.2f} GiB ({r['rss'] / n:.0f} B/event) | "
-              f"{r['findings']:,} findings |", flush=True)
+              f"{r['findings']:,} findings ({r['listed']:,} listed) |", flush=True)
     if args.windows:
         w = windows(ds)
         s = w["secs"]
