@@ -246,7 +246,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     # MOETRACE_PROFILE=1: one stderr line per rule (check, then evidence), for bench/perf.py's profile.
     prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
     drafts: list[Finding] = []
-    view = None  # the one window's view, where findings_of deferred their evidence
+    view = None  # the one window's view, kept open for the evidence of the findings the report lists
     jobs = min(config.jobs, len(windows))
     tell("windows", len(windows))
     times: dict[str, float] = {}
@@ -262,8 +262,8 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
             tell("window", 1)
     else:
         tell("rules", len(windows) * len(selected))
-        # One window here: its view outlives the sampling, so only the listed findings' evidence
-        # is described (a million hits of one class cost their count, not a million descriptions).
+        # One window here: its view outlives the sampling, and the listed findings' evidence is
+        # described from it, not read again.
         keep = len(windows) == 1
         for w in windows:
             found, view = _run_window(ds, w, config, selected, prof, times, tell, keep)
@@ -276,11 +276,8 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     with paused():
         findings, classes, index = sample(*group(link(drafts)), config.max_findings)
         del drafts
-        if view is not None:
-            findings = resolve(findings, view)
-            prof and prof.mark(f"evidence of the {len(findings):,} listed findings")
-    if view is not None:
-        _release(view)
+        findings = _describe(ds, findings, view)
+    prof and prof.mark(f"link, classes, and the evidence of the {len(findings):,} listed findings")
     return Report(findings, info, tuple(selected), config, classes=classes, started=started,
                   seconds=time.perf_counter() - t0, rule_seconds=tuple(times.items()), class_index=index)
 
@@ -288,11 +285,9 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
 def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
                 times: dict[str, float] | None = None, tell=None, keep_view: bool = False
                 ) -> tuple[list[Finding], Any]:
-    """Run every selected rule on one window: the findings it owns, and the view where ``keep_view``.
-
-    Without ``keep_view`` the evidence is resolved now and the view released (None returned);
-    with it, the findings keep their evidence rows pending and the caller resolves those of the
-    findings its report lists (``analyzer.evidence.resolve``), then releases the view (``_release``).
+    """Run every selected rule on one window: the findings it owns, their evidence rows pending
+    (``_describe`` resolves those of the findings a report lists), and the view where ``keep_view``
+    (else released now, None).
     ``times`` adds up each rule's seconds (check and evidence, not the shared analyses);
     ``tell("rule", 1)`` as each rule ends.
     """
@@ -311,7 +306,7 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     def on_rule(rule, hits) -> None:
         prof and prof.mark(f"{rule.code} check ({len(hits)} hits)")
         with paused():
-            out.extend(findings_of(owned(window, hits, trace), by_code, rule, config, trace, defer=keep_view))
+            out.extend(findings_of(owned(window, hits, trace), by_code, rule, config, trace, window))
         prof and prof.mark(f"{rule.code} evidence")
         if times is not None:
             times[rule.code] = times.get(rule.code, 0.0) + time.perf_counter() - began[0]
@@ -345,6 +340,27 @@ def _release(trace) -> None:
     # merge and the report, which pause the collector, would hold the last one).
     trace.__dict__.clear()
     gc.collect()
+
+
+def _describe(ds, findings: tuple[Finding, ...], kept) -> tuple[Finding, ...]:
+    """The listed findings with their evidence, each window's described from its view: ``kept``
+    (the one window's, still open), else the window read again (its evidence rows index that view).
+    One window's view at a time: memory follows the window, not the number of findings."""
+    from rules.trace import TraceView
+
+    by_window: dict[Any, list[int]] = {}
+    for i, f in enumerate(findings):
+        if f.pending:
+            by_window.setdefault(f.pending[2], []).append(i)
+    out = list(findings)
+    for window, idx in by_window.items():
+        view = kept if kept is not None else TraceView(ds, blocks=window.blocks)
+        for i, f in zip(idx, resolve([findings[i] for i in idx], view)):
+            out[i] = f
+        _release(view)
+    if kept is not None and not by_window:
+        _release(kept)
+    return tuple(out)
 
 
 def _registered(selected: list[type["Rule"]]) -> bool:

@@ -3,11 +3,14 @@
 A hit names its evidence as (role, row) pairs; a finding carries each row as
 an ``Evidence`` (the event's non-null fields by wire name, as
 ``TraceView.describe`` gives them) and is located at its first row unless the
-hit says otherwise.  A trace with millions of findings has millions of
-evidence rows: ``_resolve_rows`` resolves them per kind with one vectorised
-take per column (and each distinct row once), where a ``describe`` per row
-cost a dozen numpy scalar reads each, and builds each row's evidence values
-per null pattern (which fields it lacks) with one getter, not a test per field.
+hit says otherwise.  ``findings_of`` locates every hit's finding from its
+first row's columns and leaves its rows pending; only the findings a report
+lists (``analyzer.classes.sample``) have their rows described, by ``resolve``,
+so a trace with a million findings of a few classes describes a few hundred.
+``_resolve_rows`` resolves rows per kind with one vectorised take per column
+(and each distinct row once), where a ``describe`` per row cost a dozen numpy
+scalar reads each, and builds each row's evidence values per null pattern
+(which fields it lacks) with one getter, not a test per field.
 """
 
 from __future__ import annotations
@@ -74,17 +77,14 @@ def owned(window, hits: Sequence["Hit"], trace: "TraceView") -> list["Hit"]:
 
 
 def findings_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: type["Rule"], config: Config,
-                trace: "TraceView", defer: bool = False) -> list[Finding]:
-    """One finding per hit (its rule by code, else ``rule``), the evidence of all of them described at once.
-
-    ``defer``: the view outlives the report's sampling (one window, in this process), so each
-    finding is located from its first row's columns and keeps its rows ``pending``; ``resolve``
-    then describes the rows of the findings the report lists, not of every hit."""
-    if defer:
-        firsts = [h.rows[0][1] for h in hits if h.rows]
-        places = iter(_first_places(trace, np.asarray(firsts, np.int64)))
-    else:
-        resolved = iter(_resolve_rows(trace, [row for h in hits for _, row in h.rows]))
+                trace: "TraceView", window: Any = None) -> list[Finding]:
+    """One finding per hit (its rule by code, else ``rule``), located from its first row's columns
+    (one gather per column for all of them), its evidence rows ``pending``: ((role, row), ...), the
+    first row's seq, and the ``window`` whose view the rows index. ``resolve`` describes the rows of
+    the findings a report lists; a million hits of one class cost their count, not a million
+    descriptions."""
+    firsts = [h.rows[0][1] for h in hits if h.rows]
+    places = iter(_first_places(trace, np.asarray(firsts, np.int64)))
     notes: dict[tuple, list[str]] = {}  # inference notes by (region, properties): few distinct
     per_rule: dict[str, tuple] = {}  # (rule, family, severity) per code: the config's selectors matched once
     out = []
@@ -94,24 +94,13 @@ def findings_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: typ
             rule_ = rules.get(h.code, rule)
             fixed = per_rule[h.code] = (rule_, _value(rule_.family),
                                         config.severity_for(rule_) or None, _value(rule_.severity))
-        if defer:
-            loc, seq = next(places) if h.rows else (None, -1)
-            out.append(_finding(h, fixed, trace, loc, (), notes, (tuple(h.rows), seq)))
-            continue
-        evidence = []
-        first = None
-        for role, _ in h.rows:
-            r = next(resolved)
-            if first is None:
-                first = r
-            evidence.append(Evidence(role, r[0], r[1], r[2], r[3], r[4], r[5]))
-        out.append(_finding(h, fixed, trace, _location_of(first) if first is not None else None,
-                            tuple(evidence), notes))
+        loc, seq = next(places) if h.rows else (None, -1)
+        out.append(_finding(h, fixed, trace, loc, notes, (tuple(h.rows), seq, window)))
     return out
 
 
 def resolve(findings: Sequence[Finding], trace: "TraceView") -> tuple[Finding, ...]:
-    """The findings with their ``pending`` rows described as evidence (``findings_of(defer=True)``)."""
+    """The findings with their ``pending`` rows described as evidence, from the view of their window."""
     rows = [row for f in findings for _, row in f.pending[0]] if any(f.pending for f in findings) else []
     if not rows:
         return tuple(findings)
@@ -129,11 +118,11 @@ def resolve(findings: Sequence[Finding], trace: "TraceView") -> tuple[Finding, .
     return tuple(out)
 
 
-_PLACE_COLUMNS = ("launch", "region", "offset", "site")  # what _location_of reads of a row, less rank and core
+_PLACE_COLUMNS = ("launch", "region", "offset", "site")  # a row's location fields, less rank and core
 
 
 def _first_places(trace: "TraceView", rows: np.ndarray) -> list[tuple[dict[str, Any], int]]:
-    """Per row, what ``_location_of(_resolve_rows(...))`` gives of it, and its seq: from one gather per
+    """Per row, its location fields as ``TraceView.describe`` names them, and its seq: one gather per
     column. A field is in the place where the row's kind carries it under its own name and it is not null."""
     if not len(rows):
         return []
@@ -210,18 +199,8 @@ def _resolve_kind(trace: "TraceView", kind: Kind, rows: np.ndarray, shared: dict
     return out
 
 
-def _location_of(r: tuple) -> dict[str, Any]:
-    """The location fields of a resolved row, as ``{k: d[k] for k in _LOC_FIELDS if k in d}`` of its description."""
-    loc = {"rank": r[0], "core": r[1]}
-    names, at = r[6]
-    values = r[4]._values
-    for k, j in zip(names, at):
-        loc[k] = values[j]
-    return loc
-
-
 def _finding(hit: "Hit", fixed: tuple, trace: "TraceView", first_loc: dict[str, Any] | None,
-             evidence: tuple[Evidence, ...], notes: dict[tuple, list[str]], pending: tuple = ()) -> Finding:
+             notes: dict[tuple, list[str]], pending: tuple) -> Finding:
     rule, family, configured, default_severity = fixed
     loc: dict[str, Any] = first_loc if first_loc is not None else {}
     extra = dict(hit.extra)
@@ -253,7 +232,7 @@ def _finding(hit: "Hit", fixed: tuple, trace: "TraceView", first_loc: dict[str, 
     key = normalize_key(hit.key)
     return Finding(id="", code=hit.code, family=family, name=rule.name, severity=severity,
                    confidence=confidence, message=hit.message, location=location,
-                   evidence=evidence, fingerprint=fingerprint(hit.code, location),
+                   fingerprint=fingerprint(hit.code, location),
                    extra={**extra, **_decision_inputs(hit)}, key=key, defect=hit.defect, pending=pending)
 
 

@@ -158,8 +158,8 @@ class Finding:
     explains: tuple[str, ...] = ()
     defect_class: str = ""  # the id of its defect class (analyzer.classes), C1..Cn
     defect: str = ""  # the hit's defect name (rules.base.Hit.defect): its class's identity; in the JSON on the class
-    # ((role, row), ...), first seq: evidence rows not yet described, where the engine describes only
-    # the findings the report lists (analyzer.evidence.resolve); () once described. Not in the schema.
+    # ((role, row), ...), the first row's seq, the window whose view the rows index: evidence not yet
+    # described; the engine describes the listed findings' (analyzer.evidence.resolve). Not in the schema.
     pending: tuple = ()
 
     @property

@@ -3,7 +3,7 @@
 Findings build their evidence from the columns in bulk, grouped by which
 fields of a row are null; each row must come out as ``describe`` gives it:
 the same head, the same non-null fields in the same order, the same source and
-location fields. Checked on every row of several corpus traces (every kind
+location fields (``_first_places``, from which a finding is located). Checked on every row of several corpus traces (every kind
 they hold, nulls included) and on repeated rows.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer.evidence import _LOC_FIELDS, _location_of, _resolve_rows
+from analyzer.evidence import _LOC_FIELDS, _first_places, _resolve_rows
 from rules.trace import TraceView
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -29,11 +29,12 @@ def test_resolved_rows_are_describe(name: str, tmp_path: Path) -> None:
     trace = TraceView.open(tmp_path / "ds")
     rows = np.concatenate((np.arange(trace.n), np.arange(trace.n)[::3]))  # repeats: one shared tuple each
     kinds = set()
-    for row, r in zip(rows.tolist(), _resolve_rows(trace, rows)):
+    places = _first_places(trace, rows)  # a finding's place, from its first row's columns
+    for row, r, (place, seq) in zip(rows.tolist(), _resolve_rows(trace, rows), places):
         d = trace.describe(row)
         kinds.add(d["kind"])
         assert r[:4] == (d["rank"], d["core"], d["seq"], d["kind"])
         assert list(r[4].items()) == [(k, v) for k, v in d.items() if k not in ("rank", "core", "seq", "kind")]
         assert r[5] == trace.manifest.site_text(d.get("site"))
-        assert _location_of(r) == {k: d[k] for k in _LOC_FIELDS if k in d}
+        assert place == {k: d[k] for k in _LOC_FIELDS if k in d} and seq == d["seq"]
     assert len(kinds) > 3  # the trace exercised several kinds' field sets
