@@ -93,7 +93,7 @@ def test_sarif_schema_catches_a_broken_document(report):
 def test_json_schema_shape(report, partial_report):
     doc = json.loads(render(report, "json"))
     assert set(doc) == {"version", "tool", "trace", "rules", "summary", "classes", "findings"}
-    assert doc["version"] == 1 and doc["tool"]["name"] == "moetrace"
+    assert doc["version"] == 2 and doc["tool"]["name"] == "moetrace"
     assert set(doc["trace"]) == {"inputs", "protocol", "ranks", "cores", "events", "partial",
                                  "ranks_missing", "lost", "gaps"}
     assert doc["summary"]["exit_code"] == 1 and doc["summary"]["failing"] == 5

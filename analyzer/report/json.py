@@ -17,7 +17,7 @@ from ._json_text import dumps_indented
 if TYPE_CHECKING:  # pragma: no cover
     from analyzer.engine import Report
 
-VERSION = 1
+VERSION = 2  # 2: findings[] lists a sample per class (summary.listed); class fingerprints from fields
 
 
 def tool_info() -> dict[str, str]:
