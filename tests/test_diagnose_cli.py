@@ -58,7 +58,7 @@ def test_machine_formats_on_stdout(test_rules, ds, fmt):
     if fmt == "junit":
         assert ET.fromstring(r.stdout).tag == "testsuites"
     else:
-        assert json.loads(r.stdout)["version"] in (1, "2.1.0")
+        assert json.loads(r.stdout)["version"] in (2, "2.1.0")
 
 
 def test_output_file(test_rules, ds, tmp_path):
