@@ -136,17 +136,17 @@ def test_rule_crash_is_an_internal_error(monkeypatch, ds, tmp_path):
 
 
 def test_run_diagnose_for_other_commands(test_rules, ds):
-    from analyzer.commands.diagnose import run_diagnose
+    from analyzer.commands.diagnose import DiagnoseOptions, run_diagnose
 
     buf = io.StringIO()
-    assert run_diagnose([ds], "json", buf) == 1
+    assert run_diagnose([ds], DiagnoseOptions("json"), buf) == 1
     assert json.loads(buf.getvalue())["summary"]["findings"] == 6
     buf = io.StringIO()
-    assert run_diagnose([ds], "text", buf, fail_on="never") == 0 and "\033[" not in buf.getvalue()
+    assert run_diagnose([ds], DiagnoseOptions("text", fail_on="never"), buf) == 0 and "\033[" not in buf.getvalue()
 
 
 def test_colour_only_on_a_terminal(test_rules, ds, monkeypatch):
-    from analyzer.commands.diagnose import run_diagnose
+    from analyzer.commands.diagnose import DiagnoseOptions, run_diagnose
 
     class Tty(io.StringIO):
         def isatty(self):
@@ -154,14 +154,14 @@ def test_colour_only_on_a_terminal(test_rules, ds, monkeypatch):
 
     monkeypatch.delenv("NO_COLOR", raising=False)
     tty = Tty()
-    run_diagnose([ds], "text", tty)
+    run_diagnose([ds], DiagnoseOptions("text"), tty)
     assert "\033[31;1merror" in tty.getvalue()
     tty = Tty()
-    run_diagnose([ds], "json", tty)
+    run_diagnose([ds], DiagnoseOptions("json"), tty)
     assert "\033[" not in tty.getvalue()  # machine formats never
     monkeypatch.setenv("NO_COLOR", "1")
     tty = Tty()
-    run_diagnose([ds], "text", tty)
+    run_diagnose([ds], DiagnoseOptions("text"), tty)
     assert "\033[" not in tty.getvalue()
 
 
