@@ -121,7 +121,7 @@ class Classic(Kernel):
             gslot = block * S + slot
             rows = inp.x[r][sel // K]
             nq = self.plan.hit("missing-quiet", rank=r, core=c.core, round=g)
-            yield from self._payload(m, c, g, dst, gslot, rows, loc, counts[:L], nq)
+            yield from self._payload(m, c, g, dst, (gslot, rows, loc), counts[:L], nq)
             if stop:
                 return False
             a0 = m.signal(c, Engine.MTE, dst, ASSIST, gslot * SLOT, Op.SET, r)
@@ -158,7 +158,10 @@ class Classic(Kernel):
         m.emit(c, [m.kernel(c, self.kname("dispatch"), False)])
         return True
 
-    def _payload(self, m, c, g, dst, gslot, rows, loc, counts, nq):
+    def _payload(self, m, c, g, dst, tokens, counts, nq):
+        """Put ``tokens`` (their global slots, rows and local experts) to ``dst``: MTE, or SDMA for the
+        experts at or above the threshold on a double-plane machine; a quiet unless ``nq``."""
+        gslot, rows, loc = tokens
         p = self.p
         sdma = self.doubleplane and counts.max(initial=0) >= p.sdma_threshold
         big = np.isin(loc, np.flatnonzero(counts >= p.sdma_threshold)) if sdma else np.zeros(len(loc), bool)

@@ -7,11 +7,11 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-
-import rules as rules_pkg
-from _diag_helpers import RULES, Boom, make_dataset, registry_of, write_trace, events
+from _diag_helpers import RULES, Boom, events, make_dataset, registry_of, write_trace
 from _rule_cases import FIXTURES, cases, fixture_input, rule_codes
 from conftest import run_cli
+
+import rules as rules_pkg
 
 
 @pytest.fixture
@@ -204,10 +204,10 @@ def test_real_rules_on_their_fixtures(monkeypatch, tmp_path):
 def test_every_rule_fixture_renders_valid_reports(tmp_path):
     """All registered rules on one fire fixture per rule: every format renders, SARIF validates."""
     import jsonschema
+    from test_reports import SARIF_SCHEMA
 
     from analyzer.engine import diagnose
     from analyzer.report import render
-    from test_reports import SARIF_SCHEMA
 
     validator = jsonschema.Draft4Validator(SARIF_SCHEMA)
     # Diagnosed with the default config: a case that sets rule options fires only with them.

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _rule_cases import FIXTURES, fixture_input
+
 from rules.analysis import _words as W
 from rules.analysis import _words_packed as WP
 from rules.trace import TraceView
