@@ -147,7 +147,7 @@ class Classic(Kernel):
                 cnt = int(counts[e])
                 m.emit(c, [m.info(Kind.COUNT, 1, peer=peer, local_expert=e, value=cnt, capacity=S),
                            m.put(c, Engine.MTE, peer, COUNT, seg * SLOT, np.array([1, cnt, 0, 0, 0, 0, 0, 0]),
-                                 SLOT, value=cnt)])
+                                 SLOT).recording(value=cnt)])
                 yield
                 m.emit(c, [m.quiet(c, Engine.MTE)])
         if stop:

@@ -51,8 +51,8 @@ class Ops:
 
         ``src`` = (local region, local offsets): the put reads its data from the core's own
         memory there when it lands (so a source reused before the quiet sends the new
-        contents), and the event names it (``local_region`` / ``local_offset``). A caller
-        that records the value a put carries sets the part's ``cols["value"]``.
+        contents), and the event names it (``local_region`` / ``local_offset``). The value a
+        put carries, where the event records one: ``put(...).recording(value=v)``.
         """
         offs = _arr(offs)
         sreg, soffs = (None, None) if src is None else (src[0], _arr(src[1]))
