@@ -159,10 +159,7 @@ class Classic(Kernel):
         return True
 
     def _payload(self, m, c, g, dst, tokens, counts, nq):
-        """Put ``tokens`` (their global slots, rows and local experts) to ``dst``: MTE, or SDMA for the
-        experts at or above the threshold on a double-plane machine; a quiet unless ``nq``."""
-        gslot, rows, loc = tokens
-        p = self.p
+        (gslot, rows, loc), p = tokens, self.p  # tokens: their global slots, rows and local experts
         sdma = self.doubleplane and counts.max(initial=0) >= p.sdma_threshold
         big = np.isin(loc, np.flatnonzero(counts >= p.sdma_threshold)) if sdma else np.zeros(len(loc), bool)
         small = ~big

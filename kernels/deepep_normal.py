@@ -24,8 +24,6 @@ owner knows from its dispatch how many sums each rank owes it per channel.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from ingest.contract import Cmp, Engine, Kind, Op, Role, Scope
@@ -34,16 +32,6 @@ from .base import Kernel, expert_fn, make_inputs
 from .sim.machine import RegionSpec
 
 COUNT, TAIL, HEAD, X, CTAIL, CHEAD, CX = range(7)
-
-
-class Ring(NamedTuple):
-    """A queue's regions: the receiver's returned head (on the sender), the rows, the sender's tail."""
-    head: int
-    rows: int
-    tail: int
-
-
-DISPATCH_RING, COMBINE_RING = Ring(HEAD, X, TAIL), Ring(CHEAD, CX, CTAIL)
 ENG = Engine.P2P
 RING_ROWS = 2  # num_recv_buffer_tokens: small, so senders really wait for space
 
@@ -163,10 +151,9 @@ class DeepepNormal(Kernel):
         W = self.p.hidden + 1
         return (q * self.cap + slot % self.cap) * W
 
-    def _ring_send(self, m, c, dst, q, ring: Ring, rows, release=True, stop_after=None):
-        """Send ``rows`` through queue ``q`` (slot ch*P+src on dst; its head ch*P+dst here)."""
-        head_reg, x_reg, tail_reg = ring
-        W, cap = self.p.hidden + 1, self.cap
+    def _ring_send(self, m, c, dst, q, ring, rows, release=True, stop_after=None):
+        """Send ``rows`` through queue ``q`` (slot ch*P+src on dst; its head ch*P+dst here) of ``ring``."""
+        (head_reg, x_reg, tail_reg), W, cap = ring, self.p.hidden + 1, self.cap
         hq = (q // self.p.ranks) * self.p.ranks + dst
         for i, row in enumerate(rows):
             if stop_after is not None and i >= stop_after:
@@ -179,11 +166,10 @@ class DeepepNormal(Kernel):
             yield
         return True
 
-    def _ring_recv(self, m, c, src, q, n, ring: Ring, poll=None, return_head=True):
-        """Drain ``n`` rows of queue ``q`` from ``src``; returns the rows taken. ``poll``: the tail word
+    def _ring_recv(self, m, c, src, q, n, ring, poll=None, return_head=True):
+        """Drain ``n`` rows of queue ``q`` of ``ring`` from ``src``; returns the rows taken. ``poll``: the tail word
         actually polled (the wrong-channel fault)."""
-        head_reg, x_reg, tail_reg = ring
-        W, P = self.p.hidden + 1, self.p.ranks
+        (head_reg, x_reg, tail_reg), W, P = ring, self.p.hidden + 1, self.p.ranks
         hq = (q // P) * P + c.rank  # the head's slot on the sender
         head, out = 0, []
         while head < n:
@@ -300,3 +286,8 @@ class DeepepNormal(Kernel):
             ch, src = f.place.get("channel"), f.place.get("src_rank")
             return st == "hung" and ch is not None and len(self.sends(f.place["round"], src, ch, f.place["rank"])) > self.cap
         return st != "completed" and bool(f.fired)
+
+
+# The rings' regions, at the end of the module so that the kernel's lines (the events' sites) stay put:
+# (the receiver's returned head, on the sender; the rows; the sender's tail).
+DISPATCH_RING, COMBINE_RING = (HEAD, X, TAIL), (CHEAD, CX, CTAIL)
