@@ -232,11 +232,11 @@ def simulate_case(case: Case, out: str | Path, shape: dict | None = None) -> Non
 
     The manifest mode plays no part here: the bare run is the full run's trace, stripped afterwards.
     """
-    from kernels import Params, simulate
+    from kernels import Params, Recording, simulate
 
     simulate(case.protocol, Params(routing=case.routing, **(SHAPE if shape is None else shape)),
-             faults=[case.fault] if case.fault else [], seed=case.seed, out=Path(out), barrier_layout=case.layout,
-             route_layout=case.routes)
+             faults=[case.fault] if case.fault else [], seed=case.seed, out=Path(out),
+             recording=Recording(barrier_layout=case.layout, route_layout=case.routes))
 
 
 def run_case(case: Case, workdir: str | Path | None = None, shape: dict | None = None,

@@ -21,9 +21,9 @@ import pyarrow as pa
 from ._jit import kernel
 from .contract import COLUMNS, SCHEMA
 from .jsonl_plan import KEY_NAMES, WIDTHS, Plan, plan_for
-from .jsonl_scan import _scan
-from .text_stream import BOM
+from .jsonl_scan import Checks, Columns, NameTables, _scan
 from .manifest import Manifest
+from .text_stream import BOM
 
 _CHUNK = 1 << 26
 _TYPES = [np.int8, np.int16, np.int32, np.int64]
@@ -87,9 +87,10 @@ def _parse(data: bytes, f: _File):
     bits = np.zeros((len(COLUMNS), (rows + 7) >> 3), dtype=np.uint8)
     count = np.zeros(len(COLUMNS), dtype=np.int64)
     nm = p.names
-    if _scan(buf, rows, nm.bytes, nm.start, nm.length, nm.code, nm.slots,
-             nm.offset, nm.mask, p.kstr, p.col, p.req, p.nreq, p.tab, p.lo, p.hi, p.envelope, p.cores,
-             p.seq_dense, p.out_group, p.out_pos, *out, text, bits, count, f.last_seq, f.pred):
+    names = NameTables(nm.bytes, nm.start, nm.length, nm.code, nm.slots, nm.offset, nm.mask)
+    checks = Checks(p.kstr, p.col, p.req, p.nreq, p.tab, p.lo, p.hi, p.envelope, p.cores, p.seq_dense,
+                    p.out_group, p.out_pos)
+    if _scan(buf, rows, names, checks, Columns(*out, text, bits, count), f.last_seq, f.pred):
         raise _NotSure
     return data, rows, out, text, bits, count
 

@@ -21,6 +21,8 @@ absence, as the careful path reads it.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._jit import helper, kernel
@@ -29,19 +31,59 @@ from .jsonl_plan import KEYS, KINDS, STR
 _INT64_TOP = (2**63 - 1) // 10  # 18 digits always fit int64; a 19th must keep the value within it
 
 
+class NameTables(NamedTuple):
+    """``jsonl_plan.Names`` as the scanner reads it: every table's names end to end, hashed slots."""
+    name_bytes: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    code: np.ndarray
+    slots: np.ndarray
+    slot_offset: np.ndarray  # per table: where its slots start
+    slot_mask: np.ndarray    # per table: its slot count - 1
+
+
+class Checks(NamedTuple):
+    """The plan's (kind, key) tables and where each column goes (``jsonl_plan.Plan``)."""
+    key_is_str: np.ndarray
+    col: np.ndarray
+    req: np.ndarray
+    nreq: np.ndarray
+    tab: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    envelope: np.ndarray
+    cores: int
+    seq_dense: bool
+    out_group: np.ndarray
+    out_pos: np.ndarray
+
+
+class Columns(NamedTuple):
+    """What the scan writes: matrices by width, free text spans, presence bits and counts."""
+    o8: np.ndarray
+    o16: np.ndarray
+    o32: np.ndarray
+    o64: np.ndarray
+    text: np.ndarray
+    bits: np.ndarray
+    count: np.ndarray
+
+
 @kernel
-def _scan(data, rows, nbytes, nstart, nlen, ncode, slots, soff, smask, kstr, col, req, nreq, tab, lo, hi,
-          envelope, cores, seq_dense, out_group, out_pos, o8, o16, o32, o64, text, bits, count, last_seq, pred):
+def _scan(data, rows, names, checks, columns, last_seq, pred):
     """Read ``rows`` lines of ``data`` (each ending in b"\\n") into the output matrices; 0, or 1 if not sure.
 
     Names (keys, kinds, enum and region names) are looked up in the hashed tables
-    nbytes..smask (``jsonl_plan.Names``); (kind, key) tables col..hi say what each key
-    is on each kind. Row r of column c goes to o8/o16/o32/o64[out_pos[c], r] by its
+    ``names`` (``jsonl_plan.Names``); ``checks``' (kind, key) tables col..hi say what each key
+    is on each kind. Row r of column c goes to o8/o16/o32/o64[out_pos[c], r] of ``columns`` by its
     width, or text[out_pos[c], :, r] (start, length) for free text; bit r of bits[c]
     marks it present, count[c] counts them. last_seq[rank * cores + core] is the last
     seq seen (int64 min: none), kept across a file's chunks; pred[kind, j] the j-th key
     of the last line of that kind, also kept across chunks (the last row: the last line).
     """
+    nbytes, nstart, nlen = names.name_bytes, names.start, names.length
+    kstr, col, req, nreq, tab, lo, hi, envelope, cores, seq_dense, out_group, out_pos = checks
+    o8, o16, o32, o64, text, bits, count = columns
     n = len(data)
     nk = len(kstr)
     val = np.zeros(nk, dtype=np.int64)  # per key of this line: the integer, or a string's start
@@ -98,7 +140,7 @@ def _scan(data, rows, nbytes, nstart, nlen, ncode, slots, soff, smask, kstr, col
                         return 1
                     h = (h * 31 + c) & 0xFFFFFFFF
                     i += 1
-                key = _lookup(KEYS, data, k0, i - k0, h, nbytes, nstart, nlen, ncode, slots, soff, smask)
+                key = _lookup(KEYS, data, k0, i - k0, h, names)
                 if key < 0:
                     return 1  # a key outside the schema
             i += 1
@@ -136,7 +178,7 @@ def _scan(data, rows, nbytes, nstart, nlen, ncode, slots, soff, smask, kstr, col
                 ngiven += 1
                 i += 1
                 if key == 0:  # the kind: from here on, predict keys from the last line of this kind
-                    kind = _lookup(KINDS, data, v0, i - 1 - v0, h, nbytes, nstart, nlen, ncode, slots, soff, smask)
+                    kind = _lookup(KINDS, data, v0, i - 1 - v0, h, names)
                     if kind < 0:
                         return 1
                     guess = kind
@@ -205,7 +247,7 @@ def _scan(data, rows, nbytes, nstart, nlen, ncode, slots, soff, smask, kstr, col
             else:
                 v = val[key]
                 if t >= 0:
-                    v = _lookup(t, data, v, vlen[key], vhash[key], nbytes, nstart, nlen, ncode, slots, soff, smask)
+                    v = _lookup(t, data, v, vlen[key], vhash[key], names)
                     if v < 0:
                         return 1  # not a name this kind allows
                 elif v < lo[kind, key] or v > hi[kind, key]:
@@ -239,8 +281,9 @@ def _scan(data, rows, nbytes, nstart, nlen, ncode, slots, soff, smask, kstr, col
 
 
 @helper
-def _lookup(t, data, s, length, h, nbytes, nstart, nlen, ncode, slots, soff, smask):
+def _lookup(t, data, s, length, h, names):
     """The code of data[s:s+length] (hash h) in name table t, or -1."""
+    nbytes, nstart, nlen, ncode, slots, soff, smask = names
     mask = smask[t]
     q = h & mask
     while True:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 def __getattr__(name):  # lazy: `import kernels` stays cheap for the CLI
-    if name in ("simulate", "Truth", "PROTOCOLS"):
+    if name in ("simulate", "Recording", "Truth", "PROTOCOLS"):
         from . import api
         return getattr(api, name)
     if name == "Params":

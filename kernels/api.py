@@ -115,14 +115,22 @@ class Truth:
         return s + f"; {self.events} events"
 
 
-def simulate(protocol: str, params: Params | None = None, faults=(), seed: int = 0, out=None,
-             at: dict | list | None = None, ring_capacity: int | None = None,
-             barrier_layout: str = "all", route_layout: str = "send") -> Truth:
-    """Run one protocol on the simulated machine; write OUT/dataset + OUT/truth.json if out is given.
+@dataclass(frozen=True)
+class Recording:
+    """How a run is recorded: ``ring_capacity`` events per core's ring (None: unbounded),
+    ``barrier_layout`` how cross-rank barriers are recorded (``kernels.sim.machine.BARRIER_LAYOUTS``),
+    ``route_layout`` where routes are (``kernels.base.ROUTE_LAYOUTS``)."""
 
-    ``barrier_layout`` is how cross-rank barriers are recorded (``kernels.sim.machine.BARRIER_LAYOUTS``),
-    ``route_layout`` where routes are (``kernels.base.ROUTE_LAYOUTS``).
-    """
+    ring_capacity: int | None = None
+    barrier_layout: str = "all"
+    route_layout: str = "send"
+
+
+def simulate(protocol: str, params: Params | None = None, faults=(), seed: int = 0, out=None,
+             at: dict | list | None = None, recording: Recording = Recording()) -> Truth:
+    """Run one protocol on the simulated machine; write OUT/dataset + OUT/truth.json if out is given."""
+    ring_capacity, barrier_layout, route_layout = (recording.ring_capacity, recording.barrier_layout,
+                                                   recording.route_layout)
     t0 = time.perf_counter()
     params = params or Params()
     if protocol not in PROTOCOLS:
@@ -212,8 +220,8 @@ def write(m: Machine, kern, truth: Truth, out: Path) -> int:
     """Write the dataset through the ingest writer and truth.json beside it; returns rows lost."""
     from ingest.contract import FORMAT
     from ingest.dataset import SourceReport
-    from ingest.writer import DatasetWriter
     from ingest.manifest import Manifest
+    from ingest.writer import DatasetWriter
 
     regions = tuple(s.region(i) for i, s in enumerate(m.heap.specs))
     manifest = Manifest.from_json({"format": FORMAT, "ranks": m.P, "cores": m.C, "protocol": kern.name,

@@ -121,7 +121,7 @@ class Classic(Kernel):
             gslot = block * S + slot
             rows = inp.x[r][sel // K]
             nq = self.plan.hit("missing-quiet", rank=r, core=c.core, round=g)
-            yield from self._payload(m, c, g, dst, gslot, rows, loc, counts[:L], nq)
+            yield from self._payload(m, c, g, dst, (gslot, rows, loc), counts[:L], nq)
             if stop:
                 return False
             a0 = m.signal(c, Engine.MTE, dst, ASSIST, gslot * SLOT, Op.SET, r)
@@ -147,7 +147,7 @@ class Classic(Kernel):
                 cnt = int(counts[e])
                 m.emit(c, [m.info(Kind.COUNT, 1, peer=peer, local_expert=e, value=cnt, capacity=S),
                            m.put(c, Engine.MTE, peer, COUNT, seg * SLOT, np.array([1, cnt, 0, 0, 0, 0, 0, 0]),
-                                 SLOT, value=cnt)])
+                                 SLOT).recording(value=cnt)])
                 yield
                 m.emit(c, [m.quiet(c, Engine.MTE)])
         if stop:
@@ -158,8 +158,8 @@ class Classic(Kernel):
         m.emit(c, [m.kernel(c, self.kname("dispatch"), False)])
         return True
 
-    def _payload(self, m, c, g, dst, gslot, rows, loc, counts, nq):
-        p = self.p
+    def _payload(self, m, c, g, dst, tokens, counts, nq):
+        (gslot, rows, loc), p = tokens, self.p  # tokens: their global slots, rows and local experts
         sdma = self.doubleplane and counts.max(initial=0) >= p.sdma_threshold
         big = np.isin(loc, np.flatnonzero(counts >= p.sdma_threshold)) if sdma else np.zeros(len(loc), bool)
         small = ~big

@@ -151,9 +151,9 @@ class DeepepNormal(Kernel):
         W = self.p.hidden + 1
         return (q * self.cap + slot % self.cap) * W
 
-    def _ring_send(self, m, c, dst, q, head_reg, x_reg, tail_reg, rows, release=True, stop_after=None):
-        """Send ``rows`` through queue ``q`` (slot ch*P+src on dst; its head ch*P+dst here)."""
-        W, cap = self.p.hidden + 1, self.cap
+    def _ring_send(self, m, c, dst, q, ring, rows, release=True, stop_after=None):
+        """Send ``rows`` through queue ``q`` (slot ch*P+src on dst; its head ch*P+dst here) of ``ring``."""
+        (head_reg, x_reg, tail_reg), W, cap = ring, self.p.hidden + 1, self.cap
         hq = (q // self.p.ranks) * self.p.ranks + dst
         for i, row in enumerate(rows):
             if stop_after is not None and i >= stop_after:
@@ -166,10 +166,10 @@ class DeepepNormal(Kernel):
             yield
         return True
 
-    def _ring_recv(self, m, c, src, q, n, tail_reg, x_reg, head_reg, poll=None, return_head=True):
-        """Drain ``n`` rows of queue ``q`` from ``src``; returns the rows taken. ``poll``: the tail word
+    def _ring_recv(self, m, c, src, q, n, ring, poll=None, return_head=True):
+        """Drain ``n`` rows of queue ``q`` of ``ring`` from ``src``; returns the rows taken. ``poll``: the tail word
         actually polled (the wrong-channel fault)."""
-        W, P = self.p.hidden + 1, self.p.ranks
+        (head_reg, x_reg, tail_reg), W, P = ring, self.p.hidden + 1, self.p.ranks
         hq = (q // P) * P + c.rank  # the head's slot on the sender
         head, out = 0, []
         while head < n:
@@ -193,7 +193,7 @@ class DeepepNormal(Kernel):
     # ---- dispatch ----------------------------------------------------------
     def d_send(self, m, c, g, ch):
         p, r = self.p, c.rank
-        P, H = p.ranks, p.hidden
+        P = p.ranks
         inp = self.inputs(g)
         yield from self._notify(m, c, g, "dispatch", HEAD)
         toks = self.channel_tokens(ch)
@@ -216,7 +216,7 @@ class DeepepNormal(Kernel):
         for dst in range(P):
             t = self.sends(g, r, ch, dst)
             rows = np.concatenate([inp.x[r][t].astype(np.int64), t[:, None]], axis=1)
-            ok = yield from self._ring_send(m, c, dst, ch * P + r, HEAD, X, TAIL, rows, release=not late,
+            ok = yield from self._ring_send(m, c, dst, ch * P + r, DISPATCH_RING, rows, release=not late,
                                             stop_after=len(rows) // 2 if stop else None)
             if not ok:
                 return False
@@ -245,7 +245,7 @@ class DeepepNormal(Kernel):
             if wrong is not None:
                 poll = ((ch + 1) % self.NC) * P + src
             keep = not (withhold is not None and (ch, src) == (withhold.place["channel"], withhold.place["src_rank"]))
-            rows = yield from self._ring_recv(m, c, src, q, int(counts[src]), TAIL, X, HEAD, poll=poll,
+            rows = yield from self._ring_recv(m, c, src, q, int(counts[src]), DISPATCH_RING, poll=poll,
                                               return_head=keep)
             tok = np.clip(rows[:, H], 0, p.tokens - 1)
             ids, sc = inp.ids[src][tok], inp.scales[src][tok]
@@ -265,7 +265,7 @@ class DeepepNormal(Kernel):
         yield from self._notify(m, c, g, "combine", CHEAD)
         for owner, (tok, y) in enumerate(self.recv[(g, c.rank, ch)]):
             rows = np.concatenate([y, tok[:, None]], axis=1)
-            yield from self._ring_send(m, c, owner, ch * P + c.rank, CHEAD, CX, CTAIL, rows)
+            yield from self._ring_send(m, c, owner, ch * P + c.rank, COMBINE_RING, rows)
 
     def c_recv(self, m, c, g, ch):
         """Core 2ch: from every rank, the sums of this channel's tokens it sent there."""
@@ -275,7 +275,7 @@ class DeepepNormal(Kernel):
         out = self.got.setdefault((g, r), np.zeros((p.tokens, H), np.int64))
         for d in range(P):
             n = len(self.sends(g, r, ch, d))
-            rows = yield from self._ring_recv(m, c, d, ch * P + d, n, CTAIL, CX, CHEAD)
+            rows = yield from self._ring_recv(m, c, d, ch * P + d, n, COMBINE_RING)
             tok = rows[:, H]
             ok = (tok >= 0) & (tok < p.tokens)
             np.add.at(out, tok[ok], rows[ok, :H])
@@ -286,3 +286,8 @@ class DeepepNormal(Kernel):
             ch, src = f.place.get("channel"), f.place.get("src_rank")
             return st == "hung" and ch is not None and len(self.sends(f.place["round"], src, ch, f.place["rank"])) > self.cap
         return st != "completed" and bool(f.fired)
+
+
+# The rings' regions, at the end of the module so that the kernel's lines (the events' sites) stay put:
+# (the receiver's returned head, on the sender; the rows; the sender's tail).
+DISPATCH_RING, COMBINE_RING = (HEAD, X, TAIL), (CHEAD, CX, CTAIL)

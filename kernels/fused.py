@@ -159,7 +159,7 @@ class Fused(Kernel):
             if d == r:
                 continue  # self: the rank uses its own tokenPerExpert in place
             slot = (r + 1) % P if wrong and d == peers[0] else r
-            m.emit(c, [m.put(c, Engine.MTE, int(d), SYNC, slot * W, np.append(tpe, count), W, value=count)])
+            m.emit(c, [m.put(c, Engine.MTE, int(d), SYNC, slot * W, np.append(tpe, count), W).recording(value=count)])
             yield
         m.emit(c, [m.quiet(c, Engine.MTE)])
         if self.plan.hit("rank-stop", rank=r, round=g):

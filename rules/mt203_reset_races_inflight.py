@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _hits as H
@@ -34,14 +36,24 @@ def _round_of_cover(kind, engine, cov, launch, phase_all, lmin, out):
         out[i] = -1 if q < 0 else ((launch[q] - lmin) << 32) + phase_all[q]
 
 
+class Table(NamedTuple):
+    """The word table's columns ``_scan`` reads (``analysis.WordTable``)."""
+    ck: np.ndarray
+    launch_span: np.int64
+    row: np.ndarray
+    phase: np.ndarray
+    kind: np.ndarray
+
+
 @kernel
-def _scan(wck, lspan, wrow, wphase, wkind, cround, cov, rank, core):
+def _scan(table, cround, cov, rank, core):
     # Per key run of the table: (j, x) of each reset and the write racing it, in reset order.
     # A reset looks back, newest first, at the candidate writes of its run still linked: a write
     # that raced (reported once) or completed before a reset's round is unlinked, since the
     # run's rounds only grow. Plain arrays sized once and hits in a list: an array variable
     # reassigned in the loop makes numba count references on every inner iteration.
     # Within a key's run ck is (launch - lmin) plus a constant: it orders and rebuilds launches.
+    wck, lspan, wrow, wphase, wkind = table
     m = len(wrow)
     longest = 0
     a = 0
@@ -163,7 +175,7 @@ class ResetRacesInflight(Rule):
         lmin = np.int64(w.lmin)  # the table's: its ck holds launch - lmin
         cround = np.empty(trace.n, np.int64)
         _round_of_cover(trace["kind"], trace["engine"], cov, launch, phase_all, lmin, cround)
-        pairs = _scan(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind, cround, cov, trace["rank"], trace["core"])
+        pairs = _scan(Table(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind), cround, cov, trace["rank"], trace["core"])
         del cround
         seen = set()
         unquieted = _amo_groups(trace)

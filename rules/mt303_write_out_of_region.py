@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _hits as H
@@ -13,9 +15,18 @@ from .base import Confidence, Family, Rule, Severity
 K_PUT, K_PUTSIG, K_SIGNAL, K_AMO, K_WRITE, K_GET = C.K_PUT, C.K_PUTSIG, C.K_SIGNAL, C.K_AMO, C.K_WRITE, C.K_GET
 
 
+class Targets(NamedTuple):
+    """Per row: the region written, its offset (a get's: local_offset), the words written."""
+    region: np.ndarray
+    offset: np.ndarray
+    local_offset: np.ndarray
+    extent: np.ndarray
+
+
 @kernel
-def _outside(kind, treg, offset, loffset, ext, sig_region, sig_offset, length, out):
+def _outside(kind, targets, sig_region, sig_offset, length, out):
     # 1: the target range leaves its region; 2: only a put_signal's signal word does.
+    treg, offset, loffset, ext = targets
     for i in range(len(kind)):
         k = kind[i]
         r = treg[i]
@@ -70,7 +81,7 @@ class WriteOutOfRegion(Rule):
         loffset = trace["local_offset"] if bool((kind == K_GET).any()) else offset
         sreg = trace["sig_region"]
         out = np.zeros(trace.n, np.int8)
-        _outside(kind, reg, offset, loffset, ext, sreg, soff, rt["length"], out)
+        _outside(kind, Targets(reg, offset, loffset, ext), sreg, soff, rt["length"], out)
         for r in np.flatnonzero(out).tolist():
             d = trace.describe(r)
             if out[r] == 1:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import PipeEvent, PipeOp
@@ -25,11 +27,29 @@ EV_ALL, EV_MTE3 = int(PipeEvent.ALL), int(PipeEvent.MTE3)
 _SHOW = 8  # (get, use) pairs named in a group's extra
 
 
+class Events(NamedTuple):
+    """The per-row columns ``_scan`` reads."""
+    kind: np.ndarray
+    engine: np.ndarray
+    pipe_op: np.ndarray
+    event: np.ndarray
+    key: np.ndarray
+
+
+class Gets(NamedTuple):
+    """Per row: the words a get fills, whether it is followed, the previous tracked get into its destination."""
+    extent: np.ndarray
+    tracked: np.ndarray
+    prev: np.ndarray
+
+
 @kernel
-def _scan(seg, kind, engine, pipe_op, event, key, dext, tracked, quiet_use, prev, done):
+def _scan(seg, events, gets, quiet_use, done):
     # done: the completion pass (a quiet of the get's engine and peer; kernel_end for MTE).
     # The MTE pipe waits below are not quiets: they land an MTE get too, so they stay here.
     # A get is alive from its issue until done, drained, used or its launch ends.
+    kind, engine, pipe_op, event, key = events
+    dext, tracked, prev = gets
     n = len(kind)
     use = np.full_like(done, -1)  # row numbers, in the dtype the completion pass uses
     wrong = np.full_like(done, -1)
@@ -158,8 +178,9 @@ class GetUsedBeforeQuiet(Rule):
         flaglike = R.region_table(trace)["flaglike"][np.where(reg >= 0, reg, 0)] & (reg >= 0)
         prev = _previous_same_destination(trace, np.flatnonzero(tracked))
         # The quiet that completes each get (for MTE also kernel_end) is the happens-before stage's.
-        use, wrong = _scan(trace.segments, kind, trace["engine"], trace["pipe_op"], trace["event"], trace.key,
-                           R.extent(trace), tracked, ~flaglike, prev, ctx.stage(HappensBefore).completed_at())
+        events = Events(kind, trace["engine"], trace["pipe_op"], trace["event"], trace.key)
+        use, wrong = _scan(trace.segments, events, Gets(R.extent(trace), tracked, prev), ~flaglike,
+                           ctx.stage(HappensBefore).completed_at())
         gets = np.flatnonzero(use >= 0)
         if not len(gets):
             return

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _engines as E
@@ -18,11 +20,30 @@ K_SIGNAL, K_AMO = C.K_SIGNAL, C.K_AMO
 NULL16, NULL64 = C.NULL16, C.NULL64
 
 
+class Span(NamedTuple):
+    """Per row, the words [lo, hi) of ``region`` it reads (a put's source) or writes (-1: none)."""
+    region: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+class Sorted(NamedTuple):
+    """Puts or overwrites sorted by (bucket, lo): their (rank, launch, region) bucket, words, core and
+    core barrier phase."""
+    bucket: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    core: np.ndarray
+    phase: np.ndarray
+
+
 @kernel
-def _same_core(seg, kind, treg, tlo, thi, lreg, slo, shi, sourced, cover, out):
+def _same_core(seg, kind, target, source, sourced, cover, out):
     # Per core, in program order: the sourced puts still outstanding (no quiet has completed them
     # yet); an overwrite of their source words before that quiet is a hit. The list grows as it
     # must: a cap would drop the oldest put, and a refill of its source would go unseen.
+    treg, tlo, thi = target
+    lreg, slo, shi = source
     for s in range(len(seg) - 1):
         rows = np.empty(64, np.int64)
         n = 0
@@ -51,11 +72,14 @@ def _same_core(seg, kind, treg, tlo, thi, lreg, slo, shi, sourced, cover, out):
 
 
 @kernel
-def _cross_core(pb, plo, phi, pmax, pcore, pph, pcov, wb, wlo, whi, wcore, wph, out_p):
+def _cross_core(puts, pmax, pcov, writes, out_p):
     # Puts sorted by (bucket, source start), pmax the running maximum of their source ends per
-    # bucket; overwrites sorted by (bucket, start). A put pairs with an overwrite of another
-    # core of its rank when their words meet and no barrier orders the overwrite before the put
-    # or after the put's quiet: the overwrite's phase lies in [put phase, quiet phase].
+    # bucket, pcov the phase of their quiet; overwrites sorted by (bucket, start). A put pairs with
+    # an overwrite of another core of its rank when their words meet and no barrier orders the
+    # overwrite before the put or after the put's quiet: the overwrite's phase lies in
+    # [put phase, quiet phase].
+    pb, plo, phi, pcore, pph = puts
+    wb, wlo, whi, wcore, wph = writes
     lo = 0
     for w in range(len(wb)):
         while lo < len(pb) and (pb[lo] < wb[w] or (pb[lo] == wb[w] and pmax[lo] <= wlo[w])):
@@ -137,8 +161,9 @@ class PutSourceReused(Rule):
         order = ctx.stage(HappensBefore)
         cover = order.completed_at()
         out = C.rows_full(trace.n)
-        _same_core(trace.segments, kind, treg, tlo, thi, lreg, slo, shi, sourced, cover, out)
-        self._cross_core(trace, order, kind, sourced, lreg, slo, shi, treg, tlo, thi, out)
+        target, source = Span(treg, tlo, thi), Span(lreg, slo, shi)
+        _same_core(trace.segments, kind, target, source, sourced, cover, out)
+        self._cross_core(trace, order, sourced, source, target, out)
         rows = np.flatnonzero(out >= 0)
         for g in H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
             r, p = int(g[0]), int(out[g[0]])
@@ -161,8 +186,10 @@ class PutSourceReused(Rule):
                            confidence=conf, extra={"overwrites": int(len(g))})
 
     @staticmethod
-    def _cross_core(trace, order, kind, sourced, lreg, slo, shi, treg, tlo, thi, out):
+    def _cross_core(trace, order, sourced, source: Span, target: Span, out):
         """Overwrites by another core of the put's rank that no barrier orders (fills ``out``)."""
+        lreg, slo, shi = source
+        treg, tlo, thi = target
         if int(trace.manifest.cores) < 2:
             return
         phase = order.phase_core
@@ -186,9 +213,11 @@ class PutSourceReused(Rule):
         _running_max(pb.astype(np.int64), shi[puts], pmax)
         pcov = E.cover_phase(order, puts)
         hit = np.full(len(writes), -1, np.int64)
-        _cross_core(pb.astype(np.int64), slo[puts], shi[puts], pmax, trace["core"][puts].astype(np.int64),
-                    phase[puts].astype(np.int64), pcov, wb.astype(np.int64), tlo[writes], thi[writes],
-                    trace["core"][writes].astype(np.int64), phase[writes].astype(np.int64), hit)
+        core = trace["core"]
+        _cross_core(Sorted(pb.astype(np.int64), slo[puts], shi[puts], core[puts].astype(np.int64),
+                           phase[puts].astype(np.int64)), pmax, pcov,
+                    Sorted(wb.astype(np.int64), tlo[writes], thi[writes], core[writes].astype(np.int64),
+                           phase[writes].astype(np.int64)), hit)
         found = hit >= 0
         out[writes[found]] = puts[hit[found]]
 

@@ -163,7 +163,7 @@ class TraceView:
         lreg = self.col("local_region") if has_get else region
         loff = self.col("local_offset") if has_get else offset
         out = np.empty(self.n, np.int64)
-        _key_kernel(kind, region, offset, lreg, loff, self.owner, self.region_base,
+        _key_kernel(kind, (region, offset), (lreg, loff), self.owner, self.region_base,
                     np.int64(self.declared.words_per_rank), int(Kind.GET), out)
         return out
 
@@ -277,7 +277,10 @@ def _owner_kernel(kind, rank, peer, remote, peer_null, out):
 
 
 @kernel
-def _key_kernel(kind, region, offset, lreg, loff, owner, base, wpr, k_get, out):
+def _key_kernel(kind, target, local, owner, base, wpr, k_get, out):
+    # target: (region, offset) per row; local: a get's (local_region, local_offset), which it writes.
+    region, offset = target
+    lreg, loff = local
     for i in range(len(kind)):
         if kind[i] == k_get:
             r, o = lreg[i], loff[i]

@@ -7,11 +7,11 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-
-import rules as rules_pkg
-from _diag_helpers import RULES, Boom, make_dataset, registry_of, write_trace, events
+from _diag_helpers import RULES, Boom, events, make_dataset, registry_of, write_trace
 from _rule_cases import FIXTURES, cases, fixture_input, rule_codes
 from conftest import run_cli
+
+import rules as rules_pkg
 
 
 @pytest.fixture
@@ -136,17 +136,17 @@ def test_rule_crash_is_an_internal_error(monkeypatch, ds, tmp_path):
 
 
 def test_run_diagnose_for_other_commands(test_rules, ds):
-    from analyzer.commands.diagnose import run_diagnose
+    from analyzer.commands.diagnose import DiagnoseOptions, run_diagnose
 
     buf = io.StringIO()
-    assert run_diagnose([ds], "json", buf) == 1
+    assert run_diagnose([ds], DiagnoseOptions("json"), buf) == 1
     assert json.loads(buf.getvalue())["summary"]["findings"] == 6
     buf = io.StringIO()
-    assert run_diagnose([ds], "text", buf, fail_on="never") == 0 and "\033[" not in buf.getvalue()
+    assert run_diagnose([ds], DiagnoseOptions("text", fail_on="never"), buf) == 0 and "\033[" not in buf.getvalue()
 
 
 def test_colour_only_on_a_terminal(test_rules, ds, monkeypatch):
-    from analyzer.commands.diagnose import run_diagnose
+    from analyzer.commands.diagnose import DiagnoseOptions, run_diagnose
 
     class Tty(io.StringIO):
         def isatty(self):
@@ -154,14 +154,14 @@ def test_colour_only_on_a_terminal(test_rules, ds, monkeypatch):
 
     monkeypatch.delenv("NO_COLOR", raising=False)
     tty = Tty()
-    run_diagnose([ds], "text", tty)
+    run_diagnose([ds], DiagnoseOptions("text"), tty)
     assert "\033[31;1merror" in tty.getvalue()
     tty = Tty()
-    run_diagnose([ds], "json", tty)
+    run_diagnose([ds], DiagnoseOptions("json"), tty)
     assert "\033[" not in tty.getvalue()  # machine formats never
     monkeypatch.setenv("NO_COLOR", "1")
     tty = Tty()
-    run_diagnose([ds], "text", tty)
+    run_diagnose([ds], DiagnoseOptions("text"), tty)
     assert "\033[" not in tty.getvalue()
 
 
@@ -204,10 +204,10 @@ def test_real_rules_on_their_fixtures(monkeypatch, tmp_path):
 def test_every_rule_fixture_renders_valid_reports(tmp_path):
     """All registered rules on one fire fixture per rule: every format renders, SARIF validates."""
     import jsonschema
+    from test_reports import SARIF_SCHEMA
 
     from analyzer.engine import diagnose
     from analyzer.report import render
-    from test_reports import SARIF_SCHEMA
 
     validator = jsonschema.Draft4Validator(SARIF_SCHEMA)
     # Diagnosed with the default config: a case that sets rule options fires only with them.

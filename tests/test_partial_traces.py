@@ -18,7 +18,7 @@ import pytest
 
 from analyzer.engine import diagnose
 from analyzer.report import render
-from kernels import FAULTS, PROTOCOLS, Params, simulate
+from kernels import FAULTS, PROTOCOLS, Params, Recording, simulate
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 from _accuracy_lib import at_place  # noqa: E402
@@ -28,7 +28,8 @@ LOUD = ("error", "warning")
 
 
 def _run(tmp: Path, protocol, params, faults=(), seed=0, at=None, cap=None):
-    simulate(protocol, Params(**params), faults=list(faults), seed=seed, out=tmp, at=at, ring_capacity=cap)
+    simulate(protocol, Params(**params), faults=list(faults), seed=seed, out=tmp, at=at,
+             recording=Recording(ring_capacity=cap))
     truth = json.loads((tmp / "truth.json").read_text())
     return truth, diagnose(tmp / "dataset")
 

@@ -87,8 +87,8 @@ def test_kernels_match_py_func(seed):
     dext = rng.integers(1, 4, n).astype(np.int64)
     tracked = (a["kind"] == C.K_GET) & (rng.random(n) < 0.8)
     done = _completion(a)
-    _returned(m407._scan, a["seg"], a["kind"], a["engine"], a["pipe_op"],
-              a["event"].astype(np.int64), a["key"], dext, tracked, a["flag"], prev, done)
+    _returned(m407._scan, a["seg"], m407.Events(a["kind"], a["engine"], a["pipe_op"], a["event"].astype(np.int64),
+                                                 a["key"]), m407.Gets(dext, tracked, prev), a["flag"], done)
     _returned(m402._scan, a["seg"], a["kind"], a["engine"], a["op"], a["pipe_op"], a["event"],
               _completion(a, ends=False, peers=False))
     _both(m404._scan, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], a["key"], NRANKS, done)

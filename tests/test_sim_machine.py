@@ -6,6 +6,7 @@ import numpy as np
 
 from ingest.contract import Cmp, Engine, Kind, Op, PipeEvent, PipeOp, Role
 from kernels.sim import Machine, RegionSpec
+from kernels.sim.ops import Signal
 
 REGS = [RegionSpec("data", Role.PAYLOAD, 16), RegionSpec("flag", Role.FLAG, 4), RegionSpec("out", Role.OUTPUT, 16)]
 DATA, FLAG, OUT = 0, 1, 2
@@ -89,7 +90,7 @@ def test_put_signal_orders_payload_before_signal():
     got = {}
 
     def producer(m, c):
-        m.emit(c, [m.put_signal(c, Engine.MTE, 1, DATA, [0], 42, 1, FLAG, [0], Op.SET, 1)])
+        m.emit(c, [m.put_signal(c, Engine.MTE, 1, DATA, [0], 42, 1, Signal(FLAG, [0], Op.SET, 1))])
         yield
 
     def consumer(m, c):
@@ -178,10 +179,11 @@ def test_determinism_per_seed_and_variety_across_seeds():
 
 def test_ring_wrap_accounted_as_lost(tmp_path):
     from ingest.dataset import Dataset
-    from kernels.api import simulate
+    from kernels.api import Recording, simulate
     from kernels.base import Params
 
-    t = simulate("classic", Params(ranks=2, cores=2, tokens=8), seed=0, out=tmp_path, ring_capacity=20)
+    t = simulate("classic", Params(ranks=2, cores=2, tokens=8), seed=0, out=tmp_path,
+                 recording=Recording(ring_capacity=20))
     d = Dataset(tmp_path / "dataset")
     assert t.lost > 0 and d.report.lost == t.lost
     assert d.num_rows() + t.lost == t.events

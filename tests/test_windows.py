@@ -27,14 +27,14 @@ from ingest.contract import COLUMNS
 from ingest.dataset import Block, Dataset
 from ingest.run import ingest
 from ingest.writer import write_events
-from kernels import Params, simulate
+from kernels import Params, Recording, simulate
 
 SMALL = dict(ranks=4, cores=2, tokens=8, topk=2, hidden=4, local_experts=2)
 
 
 def _blocked(tmp, protocol="classic", faults=(), seed=0, rounds=4, cap=None):
     simulate(protocol, Params(rounds=rounds, **SMALL), faults=list(faults), seed=seed, out=tmp / "sim",
-             ring_capacity=cap)
+             recording=Recording(ring_capacity=cap))
     ingest([tmp / "sim" / "dataset"], tmp / "blk", block_events=1)
     return tmp / "sim" / "dataset", tmp / "blk"
 

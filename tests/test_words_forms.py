@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _rule_cases import FIXTURES, fixture_input
+
 from rules.analysis import _words as W
 from rules.analysis import _words_packed as WP
 from rules.trace import TraceView
@@ -53,6 +53,7 @@ def test_squeezed_keys_match_lexsort(fixture: Path, tmp_path: Path, monkeypatch)
     """The packed form over renumbered flag-like keys (taken where the trace's keys are too far
     apart to pack), forced on every fixture: the same table, keys decoded back exactly."""
     plain = WP._fit
-    monkeypatch.setattr(WP, "_fit", lambda *a: None if not a[4] else plain(*a))  # a[4]: strict
+    monkeypatch.setattr(WP, "_fit", lambda rows, waits, packing, strict, room:
+                        plain(rows, waits, packing, strict, room) if strict else None)
     _assert_packed_is_lexsort(fixture, tmp_path)
 

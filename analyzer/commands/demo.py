@@ -36,14 +36,14 @@ def register(app: typer.Typer) -> None:
 
         from analyzer.engine import diagnose
         from analyzer.report import render
-        from kernels.api import DATASET_DIR, simulate
+        from kernels.api import DATASET_DIR, Recording, simulate
         from kernels.base import Params
 
         out = out or Path(tempfile.mkdtemp(prefix="moetrace-demo-"))
         params = Params(ranks=8, cores=8, tokens=16, topk=2, hidden=8, local_experts=2)
         # Routes recorded where the kernel reads expert_ids, as docs/trace-format.md asks of a kernel.
         truth = simulate("classic", params, faults=["invalid-expert"], seed=seed, out=out, at=DEMO_AT,
-                         route_layout="read")
+                         recording=Recording(route_layout="read"))
         ds = out / DATASET_DIR
         typer.echo(f"simulated: {truth.summary()}")
         typer.echo(f"trace: {ds}")

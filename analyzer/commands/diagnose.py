@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Sequence, TextIO
 
@@ -22,17 +23,30 @@ from ._common import Command
 ENGINES = ("local", "ray")  # where the windows run: here (--jobs processes) or as Ray tasks
 
 
-def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None = None,
-                 fail_on: str | None = None, config_path: Path | None = None, *,
-                 select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
-                 output: Path | None = None, progress: bool = True,
-                 window_events: int | None = None, jobs: int | None = None,
-                 max_findings: int | None = None, source_root: Path | None = None,
-                 engine: str = "local", address: str | None = None) -> int:
+@dataclass(frozen=True)
+class DiagnoseOptions:
+    """What ``moetrace diagnose`` is asked for, one field per option (None: the config's, else its default)."""
+
+    fmt: str = "text"
+    fail_on: str | None = None          # None: the config's fail-on (default error)
+    config_path: Path | None = None     # None: the nearest config from the input, then the current directory
+    select: Sequence[str] | None = None
+    ignore: Sequence[str] | None = None
+    output: Path | None = None          # write the report to this file instead of ``out``
+    progress: bool = True               # bars on stderr, where it is a terminal
+    window_events: int | None = None
+    jobs: int | None = None
+    max_findings: int | None = None
+    source_root: Path | None = None     # SARIF: where the manifest's relative source paths sit
+    engine: str = "local"               # one of ENGINES
+    address: str | None = None          # with engine ray: the cluster to join
+
+
+def run_diagnose(inputs: Sequence[Path], options: DiagnoseOptions = DiagnoseOptions(),
+                 out: TextIO | None = None) -> int:
     """Diagnose ``inputs`` and print the report; returns the exit code (never raises on bad input).
 
-    ``fail_on`` None takes the config's ``fail-on`` (default error).  ``out``
-    defaults to the current sys.stdout; ``output`` writes to a file instead.
+    ``out`` defaults to the current sys.stdout; ``options.output`` writes to a file instead.
     """
     from analyzer.config import ConfigError, load_config
     from analyzer.engine import diagnose
@@ -44,6 +58,8 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
     from ._common import Bars
 
     own_process()  # the command line's process: numba's objects may leave the collector (ingest._jit.warm)
+    o = options
+    fmt, engine, address, output = o.fmt, o.engine, o.address, o.output
 
     err = sys.stderr
     if fmt not in FORMATS:
@@ -70,10 +86,10 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
         executor = RayWindows(address)
     try:
         local = [p for p in inputs[:1] if isinstance(p, Path)]  # a URL has no config beside it
-        config = load_config(config_path, search_from=[*local, Path.cwd()])
-        config = config.with_overrides(select=select, ignore=ignore, fail_on=fail_on, window_events=window_events,
-                                       jobs=jobs, max_findings=max_findings)
-        with Bars(enabled=progress) as bars:  # events read and written, windows and rules run
+        config = load_config(o.config_path, search_from=[*local, Path.cwd()])
+        config = config.with_overrides(select=o.select, ignore=o.ignore, fail_on=o.fail_on,
+                                       window_events=o.window_events, jobs=o.jobs, max_findings=o.max_findings)
+        with Bars(enabled=o.progress) as bars:  # events read and written, windows and rules run
             if fmt == "html":
                 report, extra = _with_facts(inputs, config, bars, executor)
             else:
@@ -85,8 +101,8 @@ def run_diagnose(inputs: Sequence[Path], fmt: str = "text", out: TextIO | None =
     color = (fmt == "text" and output is None and _isatty(sink) and "NO_COLOR" not in os.environ)
     if fmt == "text":
         extra["max_findings"] = config.max_findings
-    if fmt == "sarif" and source_root is not None:
-        extra["source_root"] = source_root
+    if fmt == "sarif" and o.source_root is not None:
+        extra["source_root"] = o.source_root
     text = render(report, fmt, fail_on=config.fail_on, color=color, **extra)
     if output is not None:
         try:
@@ -180,7 +196,9 @@ def register(app: typer.Typer) -> None:
                                               "auto); default RAY_ADDRESS, else a new local cluster.")] = None,
     ) -> None:
         """Diagnose a trace: root causes first, then the symptoms they explain."""
-        code = run_diagnose(inputs, fmt, None, fail_on, config, select=select, ignore=ignore,
-                            output=output, progress=not no_progress, window_events=window_events, jobs=jobs,
-                            max_findings=max_findings, source_root=source_root, engine=engine, address=address)
+        options = DiagnoseOptions(fmt, fail_on, config, select=select, ignore=ignore, output=output,
+                                  progress=not no_progress, window_events=window_events, jobs=jobs,
+                                  max_findings=max_findings, source_root=source_root, engine=engine,
+                                  address=address)
+        code = run_diagnose(inputs, options)
         raise typer.Exit(code)

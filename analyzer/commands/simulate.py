@@ -92,6 +92,7 @@ def register(app: typer.Typer) -> None:
 
         if out.exists() and not force and (not out.is_dir() or any(out.iterdir())):  # ingest's words; empty is fine
             raise die(f"{out}: output already exists (use --force to replace it)")
+        from kernels.api import Recording
         from kernels.api import simulate as run
         from kernels.base import Params
         from kernels.faults import check_at, parse_at
@@ -109,8 +110,8 @@ def register(app: typer.Typer) -> None:
             raise die("give one --at for all faults or one per --fault")
         placement = ats if len(ats) > 1 else (ats[0] if ats else None)
         try:
-            truth = run(protocol, params, faults=faults, seed=seed, out=out, at=placement,
-                        ring_capacity=ring_capacity, barrier_layout=barriers, route_layout=routes)
+            recording = Recording(ring_capacity=ring_capacity, barrier_layout=barriers, route_layout=routes)
+            truth = run(protocol, params, faults=faults, seed=seed, out=out, at=placement, recording=recording)
         except ValueError as e:
             raise die(str(e))
         if fmt == "json":

@@ -15,6 +15,7 @@ STUCK (NEVER ENDED for a kernel), its args say ``stuck: true``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,6 +31,15 @@ _CLOSES = {Kind.KERNEL_END: "kernel", Kind.WAIT_END: "wait", Kind.BARRIER_END: "
 def us(cycles: int | float) -> float:
     """Chrome JSON counts µs; one cycle is drawn as one ns, exactly, whatever the clock."""
     return cycles / 1000
+
+
+class Drawn(NamedTuple):
+    """The drawn rows, in trace order, and what each is drawn with."""
+    rows: np.ndarray   # trace rows
+    ts: np.ndarray     # placed cycles
+    gap: np.ndarray    # cycles up to the next event of the same core (at most one)
+    kind: np.ndarray
+    info: list[dict]   # the event's fields, as its slice's args
 
 
 @dataclass
@@ -63,12 +73,15 @@ def draw(trace, rows: np.ndarray, ts: np.ndarray) -> Drawing:
     for i, f in enumerate(info):
         f["seq"], f["launch"] = seq[i], launch[i]
     starts = np.flatnonzero(new_core).tolist() + [len(rows)]
+    drawn = Drawn(rows, ts, gap, kind, info)
     for a, b in zip(starts[:-1], starts[1:]):
-        _core(d, trace, rows, ts, gap, kind, info, a, b, int(rank[a]), int(core[a]), rank_end[int(rank[a])])
+        _core(d, drawn, a, b, int(rank[a]), int(core[a]), rank_end[int(rank[a])])
     return d
 
 
-def _core(d: Drawing, trace, rows, ts, gap, kind, info, a: int, b: int, r: int, c: int, rank_end: int) -> None:
+def _core(d: Drawing, drawn: Drawn, a: int, b: int, r: int, c: int, rank_end: int) -> None:
+    """Draw rows a .. b - 1 of ``drawn``, the events of rank r's core c."""
+    rows, ts, gap, kind, info = drawn
     open_: list[tuple[str, int, dict]] = []  # (what, index, its slice event), innermost last
 
     def close(i_end: int | None, end_at: int, ended: bool) -> None:

@@ -59,9 +59,10 @@ def release_pairs(trace, drawn: np.ndarray) -> list[tuple[int, int, dict]]:
     key_lo, _ = w.key_bounds(key)
     at = np.full(len(wait), -1, np.int64)
     how = np.zeros(len(wait), np.int8)
-    _match(np.asarray(key_lo, np.int64), here_lo.astype(np.int64), here_hi.astype(np.int64), w.after,
-           trace["observed"][ends][wait].astype(np.int64), trace["cmp"][begins][wait].astype(np.int64),
-           trace["value"][begins][wait].astype(np.int64), at, how)
+    bounds = (np.asarray(key_lo, np.int64), here_lo.astype(np.int64), here_hi.astype(np.int64))
+    waits = (trace["observed"][ends][wait].astype(np.int64), trace["cmp"][begins][wait].astype(np.int64),
+             trace["value"][begins][wait].astype(np.int64))
+    _match(bounds, w.after, waits, at, how)
     ok = at >= 0
     src = w.row[at[ok]].astype(np.int64)
     dst, wrd, hw = ends[wait[ok]].astype(np.int64), word[ok], how[ok]
@@ -73,10 +74,14 @@ def release_pairs(trace, drawn: np.ndarray) -> list[tuple[int, int, dict]]:
 
 
 @kernel
-def _match(key_lo, lo, hi, after, observed, cmp, target, at, how):
+def _match(bounds, after, waits, at, how):
     # Per lookup: the first write of the launch leaving the observed value (1); else the first
     # satisfying the wait's cmp (2); else the last earlier-launch write leaving it (3); else the
     # launch's first write (4). after == NULL64: the value a write left is unknown.
+    # bounds: per lookup, the table entries of its key and of its launch [lo, hi); waits: per
+    # lookup, the value observed, the wait's cmp and target.
+    key_lo, lo, hi = bounds
+    observed, cmp, target = waits
     for i in range(len(lo)):
         for e in range(lo[i], hi[i]):
             if after[e] == observed[i]:

@@ -69,12 +69,14 @@ class Pending:
     __slots__ = ("core", "kind", "engine", "peer", "region", "offs", "words", "data",
                  "src_region", "src_offs", "sig", "left", "fence", "dropped")
 
-    def __init__(self, core, kind, engine, peer, region, offs, words, data,
-                 src_region=None, src_offs=None, sig=None):
-        self.core, self.kind, self.engine, self.peer = core, kind, engine, peer
-        self.region, self.offs, self.words, self.data = region, offs, words, data
-        self.src_region, self.src_offs, self.sig = src_region, src_offs, sig
-        self.left = np.arange(len(offs))
+    def __init__(self, core, kind, route, dest, data, src=None, sig=None):
+        """``route``: (engine, peer); ``dest``: (region, offsets, words each); ``src``: (region, offsets)
+        the data is read from when it lands (a get's remote words, a sourced put's local ones)."""
+        self.core, self.kind, self.data, self.sig = core, kind, data, sig
+        self.engine, self.peer = route
+        self.region, self.offs, self.words = dest
+        self.src_region, self.src_offs = (None, None) if src is None else src
+        self.left = np.arange(len(self.offs))
         self.fence = core.fence
         self.dropped = False  # an amo the engine loses (issued with RMA to its PE in flight)
 

@@ -10,12 +10,22 @@ Sites are the caller's source line (the reference kernel's own code).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import Engine, Kind, Op, PipeEvent, PipeOp
 
 from .memory import Pending, carried_words
 from .recorder import Part
+
+
+class Signal(NamedTuple):
+    """The signal half of a put_signal: ``op`` ``value`` into ``region`` at ``offs``."""
+    region: int
+    offs: object
+    op: int
+    value: object
 
 
 def _arr(x) -> np.ndarray:
@@ -36,41 +46,41 @@ class Ops:
         return moved, data
 
     # ---- one-sided ---------------------------------------------------------
-    def put(self, c, engine, peer, region, offs, data, words=1, value=None, src=None) -> Part:
+    def put(self, c, engine, peer, region, offs, data, words=1, src=None) -> Part:
         """put_nbi of ``words`` elements per offset; pending until a covering quiet.
 
         ``src`` = (local region, local offsets): the put reads its data from the core's own
         memory there when it lands (so a source reused before the quiet sends the new
-        contents), and the event names it (``local_region`` / ``local_offset``).
+        contents), and the event names it (``local_region`` / ``local_offset``). The value a
+        put carries, where the event records one: ``put(...).recording(value=v)``.
         """
         offs = _arr(offs)
         sreg, soffs = (None, None) if src is None else (src[0], _arr(src[1]))
         moved, data = self._carried(engine, region, words, data)
-        self.heap.enqueue(Pending(c, Kind.PUT, int(engine), int(peer), region, offs, moved, data,
-                                  src_region=sreg, src_offs=soffs))
+        self.heap.enqueue(Pending(c, Kind.PUT, (int(engine), int(peer)), (region, offs, moved), data,
+                                  src=None if src is None else (sreg, soffs)))
         cols = dict(engine=int(engine), peer=peer, region=region, offset=offs, nbytes=words * self._eb(region))
-        if value is not None:
-            cols["value"] = value
         if src is not None:
             cols["local_region"], cols["local_offset"] = sreg, soffs
         return self.part(Kind.PUT, len(offs), 3, **cols)
 
-    def put_signal(self, c, engine, peer, region, offs, data, words, sig_region, sig_offs, op, value) -> Part:
+    def put_signal(self, c, engine, peer, region, offs, data, words, signal: Signal) -> Part:
         """Fused put-with-signal: the signal lands together with (after) its payload."""
-        offs, sig_offs = _arr(offs), _arr(sig_offs)
-        sig = (sig_region, sig_offs, int(op), value)
+        offs, sig_offs = _arr(offs), _arr(signal.offs)
+        sig = (signal.region, sig_offs, int(signal.op), signal.value)
         moved, data = self._carried(engine, region, words, data)
-        self.heap.enqueue(Pending(c, Kind.PUT_SIGNAL, int(engine), int(peer), region, offs, moved, data, sig=sig))
+        self.heap.enqueue(Pending(c, Kind.PUT_SIGNAL, (int(engine), int(peer)), (region, offs, moved), data,
+                                  sig=sig))
         return self.part(Kind.PUT_SIGNAL, len(offs), 3, engine=int(engine), peer=peer, region=region,
-                         offset=offs, nbytes=words * self._eb(region), sig_region=sig_region,
-                         sig_offset=sig_offs, op=int(op), value=value)
+                         offset=offs, nbytes=words * self._eb(region), sig_region=signal.region,
+                         sig_offset=sig_offs, op=int(signal.op), value=signal.value)
 
     def get(self, c, engine, peer, region, offs, local_region, local_offs, words=1) -> Part:
         """get_nbi: read peer's region at landing, write locally under this core's atomic mode."""
         offs, local_offs = _arr(offs), _arr(local_offs)
         moved, _ = self._carried(engine, region, words, None)
-        self.heap.enqueue(Pending(c, Kind.GET, int(engine), int(peer), local_region, local_offs, moved, None,
-                                  src_region=region, src_offs=offs))
+        self.heap.enqueue(Pending(c, Kind.GET, (int(engine), int(peer)), (local_region, local_offs, moved), None,
+                                  src=(region, offs)))
         return self.part(Kind.GET, len(offs), 3, engine=int(engine), peer=peer, region=region, offset=offs,
                          nbytes=words * self._eb(region), local_region=local_region, local_offset=local_offs)
 
@@ -85,7 +95,7 @@ class Ops:
         """Non-fetching remote atomic (UDMA / RoCE): pending until that engine's quiet."""
         offs = _arr(offs)
         data = value if np.isscalar(value) else np.asarray(value).reshape(-1, 1)
-        self.heap.enqueue(Pending(c, Kind.AMO, int(engine), int(peer), region, offs, 1, data))
+        self.heap.enqueue(Pending(c, Kind.AMO, (int(engine), int(peer)), (region, offs, 1), data))
         return self.part(Kind.AMO, len(offs), 3, engine=int(engine), peer=peer, region=region,
                          offset=offs, op=int(op), value=value)
 

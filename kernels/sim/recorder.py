@@ -64,6 +64,11 @@ class Part:
     n: int
     cols: dict
 
+    def recording(self, **cols) -> "Part":
+        """This part, recording ``cols`` as well (the value a put carries: ``put(...).recording(value=v)``)."""
+        self.cols.update(cols)
+        return self
+
 
 class CoreLog:
     __slots__ = ("chunks", "rows", "seq", "clock", "cap", "dropped")

@@ -19,6 +19,8 @@ needed a write the writer's rank issued after the write) are checked per pair fo
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import PipeEvent, PipeOp
@@ -36,6 +38,25 @@ E_MTE = C.E_MTE
 WAIT_FLAG, PIPE_BARRIER = int(PipeOp.WAIT_FLAG), int(PipeOp.PIPE_BARRIER)
 EV_MTE3_S, EV_MTE3_MTE2, EV_MTE3, EV_ALL = (int(e) for e in (PipeEvent.MTE3_S, PipeEvent.MTE3_MTE2,
                                                              PipeEvent.MTE3, PipeEvent.ALL))
+
+
+class Accesses(NamedTuple):
+    """Reads or writes sorted by (group, start): the words [start, end) of one (launch, owner, region)
+    group, the access's row and the row where it is done (-1: never in the launch)."""
+    group: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    row: np.ndarray
+    done: np.ndarray
+
+
+class Order(NamedTuple):
+    """What happens-before between two rows reads: their rank and core, their cross-rank and
+    core barrier phases (``_passes.phases``)."""
+    rank: np.ndarray
+    core: np.ndarray
+    phase_all: np.ndarray
+    phase_core: np.ndarray
 
 
 @kernel
@@ -58,10 +79,12 @@ def _drain_kernel(seg, kind, pipe_op, event, out):
 
 
 @kernel
-def _pairs_kernel(rg, rstart, rend, ri, rd, wg, wstart, wend, pmax, wi, wd, rank, core, pa, pc,
-                  conc, nconc, before):
+def _pairs_kernel(reads, writes, pmax, order, conc, nconc, before):
     # Reads and writes sorted by (group, start); pmax: the running maximum of the writes' ends
     # within their group, so one forward pointer skips every write that ends before a read starts.
+    rg, rstart, rend, ri, rd = reads
+    wg, wstart, wend, wi, wd = writes
+    rank, core, pa, pc = order
     lo = 0
     for i in range(len(rg)):
         g = rg[i]
@@ -156,22 +179,21 @@ def races(trace):
         gid = np.concatenate(([0], np.cumsum(wg[1:] != wg[:-1])))
         big = int(we.max() - min(int(ws.min()), 0)) + 1
         pmax = np.maximum.accumulate(we + gid * big) - gid * big
-        pa, pc = P.phases(trace)
+        order = Order(trace["rank"], trace["core"], *P.phases(trace))
         conc = np.full(len(reads), -1, np.int64)
         nconc = np.zeros(len(reads), np.int64)
         before = np.full(len(reads), -1, np.int64)
-        _pairs_kernel(rg, rs, re, reads.astype(np.int64), done_of(trace, reads, True), wg, ws, we, pmax,
-                      writes.astype(np.int64), done_of(trace, writes, False), trace["rank"], trace["core"],
-                      pa, pc, conc, nconc, before)
+        read = Accesses(rg, rs, re, reads.astype(np.int64), done_of(trace, reads, True))
+        write = Accesses(wg, ws, we, writes.astype(np.int64), done_of(trace, writes, False))
+        _pairs_kernel(read, write, pmax, order, conc, nconc, before)
         hit = conc >= 0
         bw = np.where(before >= 0, writes[np.maximum(before, 0)], -1)
-        rdone = done_of(trace, reads, True)
-        _released(trace, reads, rg, rs, re, rdone, hit, conc, writes, bw, pa, pc)
+        _released(read, writes, hit, conc, bw, order)
         return reads[hit], writes[conc[hit]], nconc[hit], bw[hit]
     return cached(trace, "races", build, Stage.WORD_TABLE)
 
 
-def _released(trace, reads, rg, rs, re, rdone, hit, conc, writes, bw, pa, pc) -> None:
+def _released(reads: Accesses, writes, hit, conc, bw, order: Order) -> None:
     """A stage reused properly, then read too early, is a missing pre barrier, not a post one.
 
     A read with a write ordered before it (w0) and an unordered later write (w) looks like
@@ -180,10 +202,11 @@ def _released(trace, reads, rg, rs, re, rdone, hit, conc, writes, bw, pa, pc) ->
     stage was there), w is the next stage's legitimate write, and this read, unordered with
     it, is missing its pre barrier: its "write before" is forgotten (in place).
     """
-    rank, core = trace["rank"], trace["core"]
+    rank, core, pa, pc = order
+    rg, rs, re, rows, rdone = reads
     for i in np.flatnonzero(hit & (bw >= 0)):
         w = int(writes[conc[i]])
-        same = np.flatnonzero((rg == rg[i]) & (rank[reads] == rank[reads[i]]) & (rs < re[i]) & (re > rs[i]))
+        same = np.flatnonzero((rg == rg[i]) & (rank[rows] == rank[rows[i]]) & (rs < re[i]) & (re > rs[i]))
         for j in same:
             d = int(rdone[j])
             if j == i or d < 0:

@@ -19,6 +19,7 @@ per view so the graph never reads a rule's hits (nor a hit's capped display):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,11 +35,39 @@ from .regions import region_table
 from .stages import Stage
 
 
+class Entries(NamedTuple):
+    """The word table's columns the scans read (``_words_table.Words``), as numba takes them."""
+    ck: np.ndarray            # (key, launch) per entry, ascending
+    launch_span: np.int64     # ck // launch_span: the entry's key
+    row: np.ndarray
+    phase: np.ndarray
+    kind: np.ndarray
+    op: np.ndarray
+    value: np.ndarray
+    after: np.ndarray
+    last: np.ndarray
+    region: np.ndarray
+
+    @classmethod
+    def of(cls, w) -> Entries:
+        return cls(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind, w.op, w.value, w.after, w.last, w.region)
+
+
+class Resets(NamedTuple):
+    """Per region: its reset value, whether it has one, whether it only grows."""
+    reset: np.ndarray
+    has_reset: np.ndarray
+    monotonic: np.ndarray
+
+
 @kernel
-def _stale_scan(lo, hi, wck, lspan, wrow, wphase, rank, core, phase_all, erow, ekey, out):
+def _stale_scan(lo, hi, table, rank, core, phase_all, waits, out):
     # For each wait_end: if no write of its launch to its word can precede it
     # (every one is later on its own core, or after a barrier it had not
     # reached), the value came from an earlier launch: name the last one.
+    # waits: (wait_end rows, their keys); lo, hi: per wait_end, the table entries of its (key, launch).
+    erow, ekey = waits
+    wck, lspan, wrow, wphase = table.ck, table.launch_span, table.row, table.phase
     for j in range(len(erow)):
         e = erow[j]
         can = False
@@ -55,9 +84,12 @@ def _stale_scan(lo, hi, wck, lspan, wrow, wphase, rank, core, phase_all, erow, e
 
 
 @kernel
-def _unreset(wck, lspan, wkind, wop, wvalue, wafter, wlast, wregion, reset, has_reset, monotonic, out):
+def _unreset(table, resets, out):
     # Per key run of the table: last entries of a launch off the reset value, unless excused by
     # clean-before-use (the next launch's first write to the word, or any launch's, is the reset).
+    wck, lspan, wkind, wop, wvalue = table.ck, table.launch_span, table.kind, table.op, table.value
+    wafter, wlast, wregion = table.after, table.last, table.region
+    reset, has_reset, monotonic = resets
     m = len(wck)
 
     def clean_first(i):  # a launch's first write to the word is the owner's reset
@@ -81,9 +113,11 @@ def _unreset(wck, lspan, wkind, wop, wvalue, wafter, wlast, wregion, reset, has_
 
 
 @kernel
-def _prev_own_reset(idx, wck, lspan, wkind, wrow, wvalue, wregion, rank, wpr, reset, out):
+def _prev_own_reset(idx, table, rank, wpr, reset, out):
     # Per last entry: the latest earlier entry of its (key, launch) that is the owner's reset.
     # A backward walk per group: each group has one last entry, so the walks cover the table once.
+    wck, lspan, wrow, wkind = table.ck, table.launch_span, table.row, table.kind
+    wvalue, wregion = table.value, table.region
     for t in range(len(idx)):
         i = idx[t]
         x = i - 1
@@ -175,8 +209,7 @@ def _stale_waits(view) -> StaleWaits:
     hi[order] = np.searchsorted(w.ck, eck[order], "right")
     phase_all, _ = _passes.phases(view)
     out = np.full(len(ends), -1, np.int64)
-    _stale_scan(lo, hi, w.ck, np.int64(w.lspan), w.row, w.phase, view["rank"], view["core"], phase_all, ends,
-                ekey, out)
+    _stale_scan(lo, hi, Entries.of(w), view["rank"], view["core"], phase_all, (ends, ekey), out)
     found = out >= 0
     return StaleWaits(ends[found], out[found])
 
@@ -196,8 +229,7 @@ def _unreset_groups(view) -> Unreset:
     rt = region_table(view)
     kind = view["kind"]
     bad = np.zeros(len(w.row), bool)
-    _unreset(w.ck, np.int64(w.lspan), w.kind, w.op, w.value, w.after, w.last, w.region, rt["reset"],
-             rt["has_reset"], rt["monotonic"], bad)
+    _unreset(Entries.of(w), Resets(rt["reset"], rt["has_reset"], rt["monotonic"]), bad)
     idx = np.flatnonzero(bad)
     if not len(idx):
         return empty
@@ -256,8 +288,7 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     rt = region_table(trace)
     n_e = len(w.row)
     prev = np.full(len(idx), -1, np.int64)
-    _prev_own_reset(idx, w.ck, np.int64(w.lspan), w.kind, w.row, w.value, w.region, rank,
-                    np.int64(trace.manifest.words_per_rank), rt["reset"], prev)
+    _prev_own_reset(idx, Entries.of(w), rank, np.int64(trace.manifest.words_per_rank), rt["reset"], prev)
     rl = w.row[idx]
     ok = prev >= 0
     rr = w.row[np.maximum(prev, 0)]
@@ -280,10 +311,10 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     both_ck = np.concatenate((w.ck, wck))
     both_v = np.concatenate((w.value, wval))
     gid = group_columns((both_ck, both_v)).inverse
-    gs_, gw = gid[:n_e], gid[n_e:]
-    so = np.argsort(gs_, kind="stable")
-    lo = np.searchsorted(gs_[so], gw, "left")
-    hi = np.searchsorted(gs_[so], gw, "right")
+    entry_group, wait_group = gid[:n_e], gid[n_e:]
+    so = np.argsort(entry_group, kind="stable")
+    lo = np.searchsorted(entry_group[so], wait_group, "left")
+    hi = np.searchsorted(entry_group[so], wait_group, "right")
     cnt = hi - lo
     e_row, src = expand(lo, cnt)
     s_row = w.row[so[e_row]]
@@ -295,12 +326,12 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     sseg = np.searchsorted(seg, s_row, "right") - 1
     eseg = np.searchsorted(seg, e_row, "right") - 1
     n = np.int64(trace.n)
-    pk = sseg.astype(np.int64) * nseg + eseg
-    comp = pk * n + s_row
+    seg_pair = sseg.astype(np.int64) * nseg + eseg
+    comp = seg_pair * n + s_row
     by_pair = np.argsort(comp, kind="stable")
-    comp, pk, e_sorted = comp[by_pair], pk[by_pair], e_row[by_pair]
+    comp, seg_pair, e_sorted = comp[by_pair], seg_pair[by_pair], e_row[by_pair]
     # Per (producer core, owner core): the earliest wait end among edges from s onwards.
-    earliest_end = np.minimum.accumulate((e_sorted + pk * n)[::-1])[::-1] - pk * n
+    earliest_end = np.minimum.accumulate((e_sorted + seg_pair * n)[::-1])[::-1] - seg_pair * n
     c = np.flatnonzero(ok)
     core_pair = (np.searchsorted(seg, rl[c], "right") - 1).astype(np.int64) * nseg + \
         (np.searchsorted(seg, rr[c], "right") - 1)
@@ -308,5 +339,5 @@ def _reset_after_sync(trace, w, idx) -> np.ndarray:
     pv = np.minimum(p, len(comp) - 1)
     # An edge shares its launch with its wait; s after the put and e before the reset, both on
     # their cores, put it in the launch of both.
-    out[c] = (p < len(comp)) & (pk[pv] == core_pair) & (earliest_end[pv] < rr[c])
+    out[c] = (p < len(comp)) & (seg_pair[pv] == core_pair) & (earliest_end[pv] < rr[c])
     return out

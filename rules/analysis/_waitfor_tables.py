@@ -12,6 +12,8 @@ rank densely, the slot-level analogue of ``TraceView.key``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import REMOTE_WRITE_KINDS, Kind, Op
@@ -30,6 +32,33 @@ _PUT_SIGNAL = int(Kind.PUT_SIGNAL)
 _SIGNAL = int(Kind.SIGNAL)
 _AMO = int(Kind.AMO)
 _SET = int(Op.SET)
+
+
+class WriteColumns(NamedTuple):
+    """The trace's columns ``_select_writes`` reads, one entry per event."""
+    kind: np.ndarray
+    region: np.ndarray
+    offset: np.ndarray
+    sig_region: np.ndarray
+    sig_offset: np.ndarray
+    nbytes: np.ndarray
+    value: np.ndarray
+    op: np.ndarray
+    rank: np.ndarray
+    peer: np.ndarray
+    core: np.ndarray
+    launch: np.ndarray
+
+
+class SlotLayout(NamedTuple):
+    """Per region: whether its writes are wanted, its element size and slots; and per kind: remote."""
+    wanted: np.ndarray
+    elem_bytes: np.ndarray
+    slot_words: np.ndarray
+    slots: np.ndarray
+    slot_base: np.ndarray      # its first slot within a rank's slot keys
+    slots_per_rank: np.int64
+    remote: np.ndarray         # per kind: writes the peer's memory
 
 
 class Tables:
@@ -70,11 +99,9 @@ class Tables:
         elem = np.array([r.elem_bytes for r in t.manifest.regions] or [1], dtype=np.int64)
         (self.w_row, self.w_region, self.w_slot, self.w_owner, self.w_value, self.w_op,
          self.w_rank, self.w_core, self.w_launch, self.w_skey, ordered) = _select_writes(
-            t["kind"], t["region"], t["offset"], t["sig_region"], t["sig_offset"], t["nbytes"],
-            t["value"], t["op"], t["rank"], t["peer"], t["core"], t["launch"],
-            wanted, elem, self.sw, self.nslots, self.slot_base, np.int64(self.slots_per_rank),
-            _REMOTE, np.int64(t.null("peer")), np.int64(t.null("value")), self._waited_slots(wanted),
-            np.int64(widest(t)))
+            WriteColumns(*(t[c] for c in WriteColumns._fields)),
+            SlotLayout(wanted, elem, self.sw, self.nslots, self.slot_base, np.int64(self.slots_per_rank), _REMOTE),
+            np.int64(t.null("peer")), np.int64(t.null("value")), self._waited_slots(wanted), np.int64(widest(t)))
         # Index 1: by slot, then launch, then row (a stable history per slot).
         # Rows ascending in table order (no put_signal's signal half appended): a stable
         # sort on the composite key is the lexsort's order, at a third of its cost.
@@ -160,8 +187,7 @@ class Tables:
 
 
 @kernel
-def _select_writes(kind, region, offset, sig_region, sig_offset, nbytes, value, op, rank, peer,
-                   core, launch, wanted, elem, sw, nslots, slot_base, spr, remote, peer_null, vnull, waited, wide):
+def _select_writes(columns, layout, peer_null, value_null, waited, wide):
     """The write table: one entry per (write, slot it covers) into a wanted region.
 
     Writes in row order, then every put_signal's signal half into a wanted
@@ -171,6 +197,8 @@ def _select_writes(kind, region, offset, sig_region, sig_offset, nbytes, value, 
     value.  ``ordered``: rows never decrease along the table.  ``waited``: the
     sorted slot keys waits name, which a write wider than ``wide`` slots keeps.
     """
+    kind, region, offset, sig_region, sig_offset, nbytes, value, op, rank, peer, core, launch = columns
+    wanted, elem, slot_words, nslots, slot_base, slots_per_rank, remote = layout
     n = len(kind)
     nreg = len(wanted)
     na = 0
@@ -207,7 +235,7 @@ def _select_writes(kind, region, offset, sig_region, sig_offset, nbytes, value, 
                     else:
                         ext = max(np.int64(1), np.int64(nbytes[i]) // elem[r])
                         opv = np.int64(_SET)
-                    v = vnull if k == _PUT_SIGNAL else np.int64(value[i])
+                    v = value_null if k == _PUT_SIGNAL else np.int64(value[i])
                 else:
                     if k != _PUT_SIGNAL:
                         continue
@@ -218,12 +246,12 @@ def _select_writes(kind, region, offset, sig_region, sig_offset, nbytes, value, 
                     ext = np.int64(1)
                     opv = np.int64(op[i])
                     v = np.int64(value[i])
-                s = max(sw[r], np.int64(1))
+                s = max(slot_words[r], np.int64(1))
                 first = o // s
                 last = min((o + ext - 1) // s, nslots[r] - 1)
                 p = np.int64(peer[i])
                 ow = p if remote[k] and p != peer_null else np.int64(rank[i])
-                base = ow * spr + slot_base[r]
+                base = ow * slots_per_rank + slot_base[r]
                 # A write wider than ``wide`` slots counts only for its first slot and the slots
                 # somebody waits on: what a stuck wait's producer search reads; the rest would
                 # cost memory in the values of the trace (a 2^31-byte put), not in its size.
@@ -253,7 +281,7 @@ def _select_writes(kind, region, offset, sig_region, sig_offset, nbytes, value, 
                     w_rank[j] = rank[i]
                     w_core[j] = core[i]
                     w_launch[j] = launch[i]
-                    w_skey[j] = ow * spr + slot_base[r] + sl
+                    w_skey[j] = ow * slots_per_rank + slot_base[r] + sl
                     j += 1
     ordered = nb == 0 or na == 0
     return (w_row, w_region, w_slot, w_owner, w_value, w_op, w_rank, w_core, w_launch, w_skey, ordered)

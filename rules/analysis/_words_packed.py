@@ -13,6 +13,8 @@ costs one cache miss instead of one per column it reads.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._jit import kernel
@@ -29,17 +31,90 @@ K_WEND, OP_SET = C.K_WEND, C.OP_SET
 _SREG, _OP, _SCALAR, _PNULL, _KIND = 16, 32, 48, 49, 50
 
 
+class Rows(NamedTuple):
+    """What ``_rows`` reads: per-event columns, then per-region tables (a tuple: numba takes it whole)."""
+    kind: np.ndarray
+    target_region: np.ndarray
+    offset: np.ndarray
+    local_offset: np.ndarray  # a get's payload offset (offset where the trace has no get)
+    extent: np.ndarray        # words a write covers, clipped to ``widest``
+    sig_region: np.ndarray
+    sig_offset: np.ndarray
+    key: np.ndarray           # element key (renumbered by _words_squeeze in the strict pass)
+    owner: np.ndarray
+    launch: np.ndarray
+    phase: np.ndarray
+    rank: np.ndarray
+    core: np.ndarray
+    value: np.ndarray
+    op: np.ndarray
+    flaglike: np.ndarray      # per region
+    length: np.ndarray        # per region: words
+    base: np.ndarray          # per region: first word within its owner's keys
+    words_per_owner: np.int64  # key stride of one owner (rank)
+
+
+class Waits(NamedTuple):
+    """What ``_wait_keys`` reads, per event."""
+    kind: np.ndarray
+    key: np.ndarray
+    wait_begin: np.ndarray  # a wait_end's wait_begin row (-1: none)
+    words: np.ndarray       # words a wait covers, per wait_begin
+    launch: np.ndarray
+    rank: np.ndarray
+    core: np.ndarray
+
+
+class Packing(NamedTuple):
+    """The ranges the packed keys are built over (all int64): key x launch x phase x selected row."""
+    key_min: np.int64
+    key_max: np.int64
+    launch_min: np.int64
+    launch_span: np.int64
+    phase_min: np.int64
+    phases: np.int64
+    selected: np.int64      # rows with an entry (info's rows)
+    rank_cores: np.int64    # ranks x cores_plus_one: a wait key's (rank, core) span
+    cores_plus_one: np.int64
+    events: np.int64
+
+
+class Unsqueeze(NamedTuple):
+    """What ``_unpack`` needs per region and to decode renumbered keys (squeezed_words 0: not renumbered)."""
+    reset: np.ndarray
+    has_reset: np.ndarray
+    squeezed_words: np.int64
+    flag_base: np.ndarray
+    orig_base: np.ndarray
+    words_per_rank: np.int64
+
+
+class Entries(NamedTuple):
+    """``_unpack``'s outputs, one per table entry (the Words fields it fills)."""
+    row: np.ndarray
+    region: np.ndarray
+    phase: np.ndarray
+    op: np.ndarray
+    value: np.ndarray
+    after: np.ndarray
+    last: np.ndarray
+    kind: np.ndarray
+
+
 @kernel
-def _rows(fill, kind, treg, offset, loffset, ext, sig_region, sig_offset, key, owner, launch, phase,
-          rank, core, value, op, flaglike, length, base, wpr, cp1, kmin, lmin, lspan, phmin, nph, ns,
-          strict, info, pk):
-    # fill False: count selected rows and entries and the key range; True: write info and pk.
+def _rows(fill, rows, packing, strict, info, packed):
+    # fill False: count selected rows and entries and the key range; True: write info and packed.
     # strict (keys renumbered by _words_squeeze): a word outside its flag-like region has no
     # renumbered key; the count pass then returns s = -1.
+    (kind, treg, offset, loffset, ext, sig_region, sig_offset, key, owner, launch, phase, rank, core,
+     value, op, flaglike, length, base, words_per_owner) = rows
+    key_min, launch_min, launch_span = packing.key_min, packing.launch_min, packing.launch_span
+    phase_min, phases, selected = packing.phase_min, packing.phases, packing.selected
+    cores_plus_one = packing.cores_plus_one
     s = 0
     j = 0
-    klo = np.int64(2**62)
-    khi = np.int64(-2**62)
+    key_lo = np.int64(2**62)
+    key_hi = np.int64(-2**62)
     for i in range(len(kind)):
         k = kind[i]
         r = treg[i]
@@ -57,49 +132,51 @@ def _rows(fill, kind, treg, offset, loffset, ext, sig_region, sig_offset, key, o
         sig = sr >= 0 and flaglike[sr]
         if c == 0 and not sig:
             continue
-        ks = owner[i] * wpr + base[max(sr, 0)] + sig_offset[i]
+        ks = owner[i] * words_per_owner + base[max(sr, 0)] + sig_offset[i]
         if strict and ((c > 0 and key[i] < 0) or (sig and not 0 <= sig_offset[i] < length[sr])):
-            return -1, 0, klo, khi
+            return -1, 0, key_lo, key_hi
         if not fill:
             if c > 0:
-                klo = min(klo, key[i])
-                khi = max(khi, key[i] + c - 1)
+                key_lo = min(key_lo, key[i])
+                key_hi = max(key_hi, key[i] + c - 1)
             if sig:
-                klo = min(klo, ks)
-                khi = max(khi, ks)
+                key_lo = min(key_lo, ks)
+                key_hi = max(key_hi, ks)
             s += 1
             j += c + (1 if sig else 0)
             continue
         info[s, 0] = i
-        info[s, 1] = rank[i] * cp1 + core[i]
+        info[s, 1] = rank[i] * cores_plus_one + core[i]
         info[s, 2] = value[i]
         info[s, 3] = ((r & 0xFFFF) | ((sr & 0xFFFF) << _SREG) | ((op[i] + 128) << _OP)
                       | (np.int64(scalar) << _SCALAR) | (np.int64(k == K_GET or k == K_PUTSIG) << _PNULL)
                       | (np.int64(k) << _KIND))
-        lp = launch[i] - lmin
-        ph = phase[i] - phmin
+        lp = launch[i] - launch_min
+        ph = phase[i] - phase_min
         for x in range(c):
-            pk[j] = ((((key[i] + x - kmin) * lspan + lp) * nph + ph) * ns + s) * 2
+            packed[j] = ((((key[i] + x - key_min) * launch_span + lp) * phases + ph) * selected + s) * 2
             j += 1
         if sig:
-            pk[j] = ((((ks - kmin) * lspan + lp) * nph + ph) * ns + s) * 2 + 1
+            packed[j] = ((((ks - key_min) * launch_span + lp) * phases + ph) * selected + s) * 2 + 1
             j += 1
         s += 1
-    return s, j, klo, khi
+    return s, j, key_lo, key_hi
 
 
 @kernel
-def _wait_keys(fill, kind, key, e2b, words, launch, rank, core, kmin, kmax, lmin, lspan, rcs, cp1, strict,
-               room, out):
+def _wait_keys(fill, waits, packing, strict, room, out):
     # One entry per word a completed-or-not wait_end covers: ((ck, rank/core), row), packed.
     # strict: keys renumbered (room: words left in the key's flag-like region); a wait on no
     # flag-like word matches no entry, one running out of its region returns -1.
+    kind, key, wait_begin, words, launch, rank, core = waits
+    key_min, key_max, launch_min = packing.key_min, packing.key_max, packing.launch_min
+    launch_span, rank_cores, cores_plus_one = packing.launch_span, packing.rank_cores, packing.cores_plus_one
     n = len(kind)
     j = 0
     for i in range(n):
         if kind[i] != K_WEND:
             continue
-        b = e2b[i]
+        b = wait_begin[i]
         nw = 1
         if b >= 0 and words[b] > 0:
             nw = words[b]  # a multi-word wait covers each of its words
@@ -109,33 +186,36 @@ def _wait_keys(fill, kind, key, e2b, words, launch, rank, core, kmin, kmax, lmin
             continue
         for x in range(nw):
             wk = key[i] + x
-            if wk < kmin or wk > kmax:
+            if wk < key_min or wk > key_max:
                 continue
             if fill:
-                out[j] = ((((wk - kmin) * lspan + (launch[i] - lmin)) * rcs + rank[i] * cp1 + core[i])) * n + i
+                rank_core = rank[i] * cores_plus_one + core[i]
+                out[j] = (((wk - key_min) * launch_span + (launch[i] - launch_min)) * rank_cores + rank_core) * n + i
             j += 1
     return j
 
 
 @kernel
-def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, wp, n, info, rcs, reset, has_reset,
-            fwords, flag_base, orig_base, wpr,
-            o_row, o_reg, o_phase, o_op, o_value, o_after, o_last, o_kind):
-    # Per (ck, phase) group of the sorted pk: decode, move the writes after a wait of
-    # their core on the word behind the others (stable), simulate. pk becomes ck (keys
-    # renumbered by _words_squeeze when fwords > 0: decoded back to the trace's keys).
-    m = len(pk)
-    g = len(wp)
-    span = 2 * ns
-    ck_lo = kmin * lspan
+def _unpack(packed, packing, wait_keys, info, regions, out):
+    # Per (ck, phase) group of the sorted packed: decode, move the writes after a wait of
+    # their core on the word behind the others (stable), simulate. packed becomes ck (keys
+    # renumbered by _words_squeeze when squeezed_words > 0: decoded back to the trace's keys).
+    selected, phases, phase_min = packing.selected, packing.phases, packing.phase_min
+    launch_span, key_min, events, rank_cores = packing.launch_span, packing.key_min, packing.events, packing.rank_cores
+    reset, has_reset, squeezed_words, flag_base, orig_base, words_per_rank = regions
+    o_row, o_reg, o_phase, o_op, o_value, o_after, o_last, o_kind = out
+    m = len(packed)
+    g = len(wait_keys)
+    span = 2 * selected
+    key_launch_base = key_min * launch_span
     # Scratch sized once for the largest group: an array variable reassigned in the loop makes
     # numba count references on every inner iteration.
     longest = 0
     i = 0
     while i < m:
         e = i
-        hi_pk = (pk[i] // span + 1) * span
-        while e < m and pk[e] < hi_pk:
+        hi_packed = (packed[i] // span + 1) * span
+        while e < m and packed[e] < hi_packed:
             e += 1
         longest = max(longest, e - i)
         i = e
@@ -147,33 +227,33 @@ def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, wp, n, info, rcs, reset, has_
     known = False
     prev_key = np.int64(-1)
     while i < m:
-        grp = pk[i] // span
-        ck_off = grp // nph
-        lo_pk = grp * span
-        hi_pk = lo_pk + span
-        while j < g and wp[j] < ck_off * rcs * n:
+        grp = packed[i] // span
+        key_launch = grp // phases
+        lo_packed = grp * span
+        hi_packed = lo_packed + span
+        while j < g and wait_keys[j] < key_launch * rank_cores * events:
             j += 1
         jend = j
-        while jend < g and wp[jend] < (ck_off + 1) * rcs * n:
+        while jend < g and wait_keys[jend] < (key_launch + 1) * rank_cores * events:
             jend += 1
         e = i
-        while e < m and pk[e] < hi_pk:
+        while e < m and packed[e] < hi_packed:
             e += 1
         naw = 0
         for q in range(i, e):
-            s = (pk[q] - lo_pk) >> 1
+            s = (packed[q] - lo_packed) >> 1
             row = info[s, 0]
             a = False
             if jend > j:  # the same (key, launch, rank/core) waited at an earlier row
-                t = (ck_off * rcs + info[s, 1]) * n
-                kk = j + np.searchsorted(wp[j:jend], t)  # its first wait, if any
-                a = kk < jend and wp[kk] < t + row
+                t = (key_launch * rank_cores + info[s, 1]) * events
+                kk = j + np.searchsorted(wait_keys[j:jend], t)  # its first wait, if any
+                a = kk < jend and wait_keys[kk] < t + row
             flag[q - i] = a
             naw += a
             meta = info[s, 3]
             v = info[s, 2]
             opv = ((meta >> _OP) & 0xFF) - 128
-            if pk[q] & 1:
+            if packed[q] & 1:
                 o_reg[q] = (meta >> _SREG) & 0xFFFF
             else:
                 o_reg[q] = meta & 0xFFFF
@@ -209,18 +289,18 @@ def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, wp, n, info, rcs, reset, has_
                 o_op[p + x] = buf[5 * x + 2]
                 o_value[p + x] = buf[5 * x + 3]
                 o_kind[p + x] = buf[5 * x + 4]
-        key = ck_off // lspan + kmin
-        ph = grp % nph + phmin
-        last_ck = e == m or pk[e] // span // nph != ck_off
-        ck_out = ck_off + ck_lo
-        if fwords > 0:
-            owner = key // fwords
-            rest = key - owner * fwords
+        key = key_launch // launch_span + key_min
+        ph = grp % phases + phase_min
+        last_of_key_launch = e == m or packed[e] // span // phases != key_launch
+        key_launch_out = key_launch + key_launch_base
+        if squeezed_words > 0:
+            owner = key // squeezed_words
+            rest = key - owner * squeezed_words
             r = np.searchsorted(flag_base, rest, "right") - 1
-            ck_out = (owner * wpr + orig_base[r] + rest - flag_base[r]) * lspan + ck_off % lspan
+            key_launch_out = (owner * words_per_rank + orig_base[r] + rest - flag_base[r]) * launch_span + key_launch % launch_span
         for q in range(i, e):
             o_phase[q] = ph
-            pk[q] = ck_out
+            packed[q] = key_launch_out
             if q == 0 or key != prev_key:
                 cur = reset[o_reg[q]]
                 known = has_reset[o_reg[q]]
@@ -234,7 +314,7 @@ def _unpack(pk, ns, nph, phmin, lspan, kmin, lmin, wp, n, info, rcs, reset, has_
                 cur = v
                 known = True
             o_after[q] = cur if known else NULL64
-            o_last[q] = q + 1 == e and last_ck
+            o_last[q] = q + 1 == e and last_of_key_launch
         i = e
 
 
@@ -246,31 +326,32 @@ def build_packed(trace) -> Words | None:
     rt = R.region_table(trace)
     key = trace.key
     launch = trace["launch"]
-    lmin = int(launch.min())
-    lspan = int(launch.max()) - lmin + 2
+    launch_min = int(launch.min())
+    launch_span = int(launch.max()) - launch_min + 2
     phase_all, _ = P.phases(trace)
-    phmin = int(phase_all.min())
-    nph = int(phase_all.max()) - phmin + 1
+    phase_min = int(phase_all.min())
+    phases = int(phase_all.max()) - phase_min + 1
     rank, core = trace["rank"], trace["core"]
-    cp1 = trace.manifest.cores + 1
-    if int(rank.min()) < 0 or int(core.min()) < 0 or int(core.max()) >= cp1:
+    cores_plus_one = trace.manifest.cores + 1
+    if int(rank.min()) < 0 or int(core.min()) < 0 or int(core.max()) >= cores_plus_one:
         return None
-    rcs = (int(rank.max()) + 1) * cp1
+    rank_cores = (int(rank.max()) + 1) * cores_plus_one
     offset = trace["offset"]
     loffset = trace["local_offset"] if bool((kind == K_GET).any()) else offset
     ext = R.extent(trace)
     if len(ext) and int(ext.max()) > widest(trace):  # a copy only for the rare trace that needs one
         ext = np.minimum(ext, widest(trace))
-    cols = (kind, R.target_region(trace), offset, loffset, ext, trace["sig_region"],
-            trace["sig_offset"], key, trace.owner, launch, phase_all, rank, core, trace["value"], trace["op"],
-            rt["flaglike"], rt["length"], rt["base"], np.int64(trace.manifest.words_per_rank), np.int64(cp1))
-    spans = (np.int64(lmin), np.int64(lspan), np.int64(phmin), np.int64(nph))
+    rows = Rows(kind, R.target_region(trace), offset, loffset, ext, trace["sig_region"], trace["sig_offset"],
+                key, trace.owner, launch, phase_all, rank, core, trace["value"], trace["op"],
+                rt["flaglike"], rt["length"], rt["base"], np.int64(trace.manifest.words_per_rank))
+    # key_min, key_max and selected are the count pass's: placeholders until then
+    packing = Packing(*(np.int64(v) for v in (0, 0, launch_min, launch_span, phase_min, phases, 1, rank_cores,
+                                               cores_plus_one, n)))
     none = np.zeros(0, np.int64)
-    _, e2b = P.wait_pairs(trace)
-    wcols = (kind, key, e2b, trace.wait_words, launch, rank, core)
-    wspans = (np.int64(lmin), np.int64(lspan), np.int64(rcs), np.int64(cp1))
+    _, wait_begin = P.wait_pairs(trace)
+    waits = Waits(kind, key, wait_begin, trace.wait_words, launch, rank, core)
     room = np.zeros(0, np.int32)
-    fit = _fit(cols, spans, wcols, wspans, False, room, lspan, nph, rcs, n)
+    fit = _fit(rows, waits, packing, False, room)
     sq = None
     if fit is not None and not fit[1]:
         return None
@@ -278,48 +359,47 @@ def build_packed(trace) -> Words | None:
         sq = squeeze(trace, rt)
         if sq is None:
             return None
-        cols = cols[:7] + (sq.key,) + cols[8:17] + (sq.base, np.int64(sq.words)) + cols[19:]
-        wcols = (kind, sq.key) + wcols[2:]
-        fit = _fit(cols, spans, wcols, wspans, True, sq.room, lspan, nph, rcs, n)
+        rows = rows._replace(key=sq.key, base=sq.base, words_per_owner=np.int64(sq.words))
+        waits = waits._replace(key=sq.key)
+        fit = _fit(rows, waits, packing, True, sq.room)
         if fit is None:
             return None
-    ns, m, kmin, kmax, wn = fit
+    selected, m, key_min, key_max, wn = fit
     strict = sq is not None
-    info = np.empty((ns, 4), np.int64)
-    pk = np.empty(m, np.int64)
-    _rows(True, *cols, np.int64(kmin), *spans, np.int64(ns), strict, info, pk)
-    del cols
-    pk.sort()
+    packing = packing._replace(key_min=np.int64(key_min), key_max=np.int64(key_max), selected=np.int64(selected))
+    info = np.empty((selected, 4), np.int64)
+    packed = np.empty(m, np.int64)
+    _rows(True, rows, packing, strict, info, packed)
+    del rows
+    packed.sort()
 
     # Waits by (ck, rank/core), then row: a group's first wait is where a search for the group lands.
-    wargs = (*wcols, np.int64(kmin), np.int64(kmax), *wspans, strict, sq.room if strict else room)
-    wp = np.empty(wn, np.int64)
-    _wait_keys(True, *wargs, wp)
-    wp.sort()
-    decode = (np.int64(sq.words), sq.flag_base, sq.orig_base) if strict else (np.int64(0), none, none)
+    wait_keys = np.empty(wn, np.int64)
+    _wait_keys(True, waits, packing, strict, sq.room if strict else room, wait_keys)
+    wait_keys.sort()
+    wpr = np.int64(trace.manifest.words_per_rank)
+    regions = (Unsqueeze(rt["reset"], rt["has_reset"], np.int64(sq.words), sq.flag_base, sq.orig_base, wpr)
+               if strict else Unsqueeze(rt["reset"], rt["has_reset"], np.int64(0), none, none, wpr))
 
-    value, after = np.empty(m, np.int64), np.empty(m, np.int64)
-    row = np.empty(m, C.row_dtype(n))
-    reg, wph, op = np.empty(m, np.int16), np.empty(m, np.int32), np.empty(m, np.int8)
-    last, wkind = np.empty(m, bool), np.empty(m, np.int8)
-    _unpack(pk, np.int64(ns), np.int64(nph), np.int64(phmin), np.int64(lspan), np.int64(kmin), np.int64(lmin),
-            wp, np.int64(n), info, np.int64(rcs), rt["reset"], rt["has_reset"],
-            *decode, np.int64(trace.manifest.words_per_rank),
-            row, reg, wph, op, value, after, last, wkind)
-    return Words(row, reg, wph, op, value, after, last, pk, lmin, lspan, wkind)
+    out = Entries(np.empty(m, C.row_dtype(n)), np.empty(m, np.int16), np.empty(m, np.int32), np.empty(m, np.int8),
+                  np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, bool), np.empty(m, np.int8))
+    _unpack(packed, packing, wait_keys, info, regions, out)
+    return Words(out.row, out.region, out.phase, out.op, out.value, out.after, out.last, packed, launch_min,
+                 launch_span, out.kind)
 
 
-def _fit(cols, spans, wcols, wspans, strict, room, lspan, nph, rcs, n):
+def _fit(rows: Rows, waits: Waits, packing: Packing, strict: bool, room):
     """The count passes: (rows, entries, key range, wait entries), or None where a key is out of
     its flag-like region (``strict``) or the packed keys would overflow; entries 0: no table."""
     none = np.zeros(0, np.int64)
-    ns, m, kmin, kmax = _rows(False, *cols, np.int64(0), *spans, np.int64(1), strict, none.reshape(0, 4), none)
-    if ns < 0:
+    selected, m, key_min, key_max = _rows(False, rows, packing, strict, none.reshape(0, 4), none)
+    if selected < 0:
         return None
     if not m:
         return 0, 0, 0, 0, 0
-    cspan = (kmax - kmin + 1) * lspan
-    if cspan * nph * ns * 2 >= 2**62 or cspan * rcs * n >= 2**62:
+    cspan = (int(key_max) - int(key_min) + 1) * int(packing.launch_span)  # Python ints: no wrap-around
+    if cspan * int(packing.phases) * int(selected) * 2 >= 2**62 or cspan * int(packing.rank_cores) * int(packing.events) >= 2**62:
         return None
-    wn = _wait_keys(False, *wcols, np.int64(kmin), np.int64(kmax), *wspans, strict, room, none)
-    return None if wn < 0 else (ns, m, kmin, kmax, wn)
+    bounds = packing._replace(key_min=np.int64(key_min), key_max=np.int64(key_max))
+    wn = _wait_keys(False, waits, bounds, strict, room, none)
+    return None if wn < 0 else (selected, m, key_min, key_max, wn)
