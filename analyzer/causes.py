@@ -198,4 +198,16 @@ def _order_key(f: Finding) -> tuple:
     loc = f.location
     place = tuple(-1 if v is None else v for v in (loc.rank, loc.core, loc.launch))
     first = (f.evidence[0].seq,) if f.evidence else (f.pending[1] if f.pending else -1,)
-    return (-severity_rank(f.severity), f.code, place, first, json.dumps(jsonable(f.key)), f.message)
+    return (-severity_rank(f.severity), f.code, place, first, key_text(f.key), f.message)
+
+
+def key_text(key: Any) -> str:
+    """``json.dumps(jsonable(key))``, the order's tie-break; most keys are tuples of plain ints
+    (rank, core, seq), written here without the encoder (a report may have 10^6 findings)."""
+    if type(key) is tuple:
+        for v in key:
+            if type(v) is not int:
+                break
+        else:
+            return "[" + ", ".join(map(int.__repr__, key)) + "]"
+    return json.dumps(jsonable(key))
