@@ -28,7 +28,7 @@ from array import array
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from .finding import Finding, severity_rank, updated
+from .finding import SEVERITIES, Finding, severity_rank, updated
 
 _NUMBER = re.compile(r"-?\d+")
 _ELLIPSIS = re.compile(r"\s*(?:\.\.\.|\u2026)")
@@ -104,6 +104,10 @@ class DefectClass:
     @property
     def size(self) -> int:
         return self.count or len(self.members)
+
+    @property
+    def by_severity(self) -> dict[str, int]:
+        return dict(zip(SEVERITIES, self.severities))
 
     @property
     def listed_all(self) -> bool:
@@ -182,10 +186,10 @@ def sample(findings: Sequence[Finding], classes: Sequence[DefectClass], cap: int
 
 
 def _severities(fs: Sequence[Finding]) -> tuple[int, int, int]:
-    n = {"error": 0, "warning": 0, "note": 0}
+    n = dict.fromkeys(SEVERITIES, 0)
     for f in fs:
         n[f.severity] += 1
-    return n["error"], n["warning"], n["note"]
+    return tuple(n.values())
 
 
 def _values(fs: Sequence[Finding], name: str) -> tuple[int, ...]:

@@ -45,7 +45,7 @@ from .causes import link
 from .classes import DefectClass, group, sample
 from .config import Config
 from .evidence import findings_of, owned, resolve
-from .finding import Finding, severity_rank
+from .finding import Finding, count_at_or_above
 from .gc_pause import paused
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -161,11 +161,7 @@ class Report:
         return [] if level == "never" else [f for f in self.findings if f.at_or_above(level)]
 
     def failing_count(self, fail_on: str | None = None) -> int:
-        level = fail_on or self.config.fail_on
-        if level == "never":
-            return 0
-        by = self.counts()["by_severity"]
-        return sum(n for sev, n in by.items() if severity_rank(sev) >= severity_rank(level))
+        return count_at_or_above(self.counts()["by_severity"], fail_on or self.config.fail_on)
 
     def exit_code(self, fail_on: str | None = None) -> int:
         return 1 if self.failing_count(fail_on) else 0
@@ -176,7 +172,7 @@ class Report:
         if self.classes or not self.findings:
             for c in self.classes:
                 fam[c.family] = fam.get(c.family, 0) + c.size
-                for level, n in zip(sev, c.severities if any(c.severities) else _severities_of(self, c)):
+                for level, n in c.by_severity.items():
                     sev[level] += n
             total = sum(c.size for c in self.classes)
             roots = sum(c.size for c in self.classes if c.root)
@@ -189,12 +185,6 @@ class Report:
         return {"findings": total, "root_causes": roots, "symptoms": total - roots,
                 "classes": len(self.classes), "root_classes": sum(1 for c in self.classes if c.root),
                 "by_severity": sev, "by_family": dict(sorted(fam.items())), "listed": len(self.findings)}
-
-
-def _severities_of(report: Report, c: DefectClass) -> tuple[int, int, int]:
-    """A class built without its counts (by hand, in a test): its listed members' severities."""
-    fs = report.listed(c.members)
-    return tuple(sum(1 for f in fs if f.severity == level) for level in ("error", "warning", "note"))
 
 
 # --------------------------------------------------------------------------

@@ -24,6 +24,11 @@ def severity_rank(level: str) -> int:
     return {"error": 3, "warning": 2, "note": 1}.get(level, 4)
 
 
+def count_at_or_above(by_severity: Mapping[str, int], level: str) -> int:
+    """How many of the findings counted by severity are at or above ``level`` (none for 'never')."""
+    return sum(n for sev, n in by_severity.items() if severity_rank(sev) >= severity_rank(level))
+
+
 @dataclass(frozen=True, slots=True)
 class Location:
     """Where a finding is: the device place, and the kernel source line when the manifest knows it."""

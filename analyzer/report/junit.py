@@ -17,7 +17,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
-from analyzer.finding import severity_rank
+from analyzer.finding import count_at_or_above
 
 from ._fmt import compress_ranks, plural
 from ._sarif_paths import Paths
@@ -125,10 +125,7 @@ def _path(uri: str) -> str:
 
 def _failing(c: "DefectClass", fail_on: str) -> int:
     """How many of the class's findings, listed or not, are at or above ``fail_on``."""
-    if fail_on == "never":
-        return 0
-    return sum(n for level, n in zip(("error", "warning", "note"), c.severities)
-               if severity_rank(level) >= severity_rank(fail_on))
+    return count_at_or_above(c.by_severity, fail_on)
 
 
 def _unlisted(c: "DefectClass") -> str:
