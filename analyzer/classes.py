@@ -138,6 +138,14 @@ def class_fingerprint(key: tuple) -> str:
 
 def group(findings: Sequence[Finding]) -> tuple[tuple[Finding, ...], tuple[DefectClass, ...]]:
     """Each finding with its class id set (``defect_class``), and the classes C1..Cn in report order."""
+    classes = classify(findings)
+    class_of = {i: c.id for c in classes for i in c.members}
+    return tuple(updated(f, defect_class=class_of[f.id]) for f in findings), classes
+
+
+def classify(findings: Sequence[Finding]) -> tuple[DefectClass, ...]:
+    """The classes C1..Cn of linked findings, in report order; the findings are left as they are
+    (``sample`` sets the class of those a report lists, ``group`` of every one)."""
     members: dict[tuple, list[int]] = {}
     for i, f in enumerate(findings):
         members.setdefault(class_key(f), []).append(i)
@@ -164,25 +172,26 @@ def group(findings: Sequence[Finding]) -> tuple[tuple[Finding, ...], tuple[Defec
             members=tuple(f.id for f in fs), ranks=_values(fs, "rank"), cores=_values(fs, "core"),
             launches=_values(fs, "launch"), explains=explains, caused_by=causes, fingerprint=fp,
             severities=_severities(fs), count=len(fs)))
-    return tuple(updated(f, defect_class=class_of[f.id]) for f in findings), tuple(out)
+    return tuple(out)
 
 
 def sample(findings: Sequence[Finding], classes: Sequence[DefectClass], cap: int | None
            ) -> tuple[tuple[Finding, ...], tuple[DefectClass, ...], array]:
-    """The findings a report lists: each class's first ``cap`` in report order (every one where
-    ``cap`` is None), the classes' ``members`` cut to those; their counts stay exact. Also the
-    class of every finding, listed or not, by its number (F1 is 0): ``Report.class_of_id``.
+    """The findings a report lists, their class id set: each class's first ``cap`` in report order
+    (every one where ``cap`` is None), the classes' ``members`` cut to those; their counts stay
+    exact. Also the class of every finding, listed or not, by its number (F1 is 0):
+    ``Report.class_of_id``. ``classes`` are ``classify(findings)``'s, every member still in them.
 
     A trace with a million stuck waits is a few classes: the report then holds, renders and
     writes a few hundred findings, not a million (the ids of the others stay in the listed
     findings' ``explains`` and ``caused_by``, so a root is still a finding with no cause)."""
-    number = {c.id: n for n, c in enumerate(classes)}
-    index = array("i", (number[f.defect_class] for f in findings))
-    if cap is None or all(len(c.members) <= cap for c in classes):
-        return tuple(findings), tuple(classes), index
-    cut = tuple(c if len(c.members) <= cap else replace(c, members=c.members[:cap]) for c in classes)
-    keep = {i for c in cut for i in c.members}
-    return tuple(f for f in findings if f.id in keep), cut, index
+    number = {i: n for n, c in enumerate(classes) for i in c.members}
+    index = array("i", (number[f.id] for f in findings))
+    if cap is not None:
+        classes = tuple(c if len(c.members) <= cap else replace(c, members=c.members[:cap]) for c in classes)
+    keep = {i for c in classes for i in c.members}
+    return (tuple(updated(f, defect_class=classes[number[f.id]].id) for f in findings if f.id in keep),
+            tuple(classes), index)
 
 
 def _severities(fs: Sequence[Finding]) -> tuple[int, int, int]:

@@ -25,9 +25,9 @@ the manifest's sites), and links causes.  How causes become root causes:
   symptoms in the order of the first root that explains them, nearest
   first (direct symptoms before the symptoms of symptoms).  Ids F1..Fn
   follow that order.
-- After linking, ``analyzer.classes.group`` sorts the findings into defect
+- After linking, ``analyzer.classes.classify`` sorts the findings into defect
   classes (one defect at many ranks, cores, launches); ``Report.classes``
-  holds them, each finding its class id.
+  holds them, and ``analyzer.classes.sample`` the findings a report lists, each with its class id.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .causes import link
-from .classes import DefectClass, group, sample
+from .classes import DefectClass, classify, sample
 from .config import Config
 from .evidence import findings_of, owned, resolve
 from .finding import Finding, count_at_or_above
@@ -264,8 +264,10 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
                      ranks=ds.manifest.ranks, cores=ds.manifest.cores, events=total,
                      ranks_missing=tuple(ds.report.ranks_missing), lost=tuple(lost))
     with paused():
-        findings, classes, index = sample(*group(link(drafts)), config.max_findings)
+        linked = link(drafts)
         del drafts
+        findings, classes, index = sample(linked, classify(linked), config.max_findings)
+        del linked
         findings = _describe(ds, findings, view)
     prof and prof.mark(f"link, classes, and the evidence of the {len(findings):,} listed findings")
     return Report(findings, info, tuple(selected), config, classes=classes, started=started,
