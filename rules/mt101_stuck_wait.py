@@ -5,7 +5,6 @@ from __future__ import annotations
 from ingest.contract import Cmp
 
 from .analysis import Stage, WaitForGraph
-from .analysis.wait_for import class_of
 from .base import Family, Rule, Severity
 
 
@@ -68,7 +67,7 @@ class StuckWait(Rule):
                         f"the rank's kernel died, and this wait with it")
                 causes = tuple(causes) + (("MT103", own[0]),)
             yield self.hit(msg, rows=rows_of(n), key=n.key, caused_by=causes, blocks=((n.rank, n.core),),
-                           confidence=n.confidence, extra=extra_of(trace, n), defect=defect_of(n))
+                           confidence=n.confidence, extra=extra_of(wf, n), defect=defect_of(n))
 
 
 def message(trace, n) -> str:
@@ -114,7 +113,7 @@ def rows_of(n) -> tuple:
     return tuple(dict.fromkeys(rows))
 
 
-def extra_of(trace, n) -> dict:
-    return {"class": list(class_of(trace, n)), "slot": n.slot, "current": n.current,
+def extra_of(wf, n) -> dict:
+    return {"class": list(wf.class_of(n)), "slot": n.slot, "current": n.current,
             "timeout": n.end_row >= 0, "producers": [v.to_json() for v in n.verdicts],
             "roots": [[c, list(k)] for c, k in n.roots], "gaps": n.gaps}

@@ -172,18 +172,17 @@ class WaitForGraph:
                 out.setdefault(r, []).append(n)
         return out
 
+    def class_of(self, n: Node) -> tuple:
+        """(site, region name, cmp, target): the stuck waits a report prints as one line."""
+        name = self.region_names[n.region] if n.region >= 0 else None
+        return (n.site, name, Cmp(n.cmp).wire if n.cmp >= 0 else None, n.target)
+
     def classes(self) -> dict[tuple, list[Node]]:
-        """Stuck waits grouped by (site, region, cmp, target): one line per class in a report."""
+        """Stuck waits grouped by ``class_of``: one line per class in a report."""
         out: dict[tuple, list[Node]] = {}
         for n in self.waits():
-            name = self.region_names[n.region] if n.region >= 0 else None
-            out.setdefault((n.site, name, Cmp(n.cmp).wire if n.cmp >= 0 else None, n.target), []).append(n)
+            out.setdefault(self.class_of(n), []).append(n)
         return out
-
-
-def class_of(trace, n: Node) -> tuple:
-    name = trace.manifest.regions[n.region].name if n.region >= 0 else None
-    return (n.site, name, Cmp(n.cmp).wire if n.cmp >= 0 else None, n.target)
 
 
 def analyze(trace) -> WaitForGraph:
@@ -290,4 +289,4 @@ def _condense(nodes: list) -> list[Cycle]:
     return cycles
 
 
-__all__ = ["analyze", "WaitForGraph", "Node", "Cycle", "Verdict", "class_of", "Kind"]
+__all__ = ["analyze", "WaitForGraph", "Misdirected", "Node", "Cycle", "Verdict", "Kind"]
