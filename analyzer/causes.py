@@ -24,85 +24,50 @@ indices, testable without a trace; the report's order is in
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
-from rules.analysis.graph import strongly_connected
+import numpy as np
 
-from .finding import Finding, jsonable, severity_rank, updated
-
-
-def break_cycles(causes: list[list[int]], order_key: Sequence[Any]) -> dict[int, list[int]]:
-    """Make every cycle with no cause outside it end in one root; returns {root: cycle members}.
-
-    The root is the member with the smallest ``order_key``; only its edges
-    into the cycle are removed, so the others stay its (transitive) symptoms.
-    A cycle that does have an outside cause keeps its edges: its members are
-    symptoms of that cause and need no root of their own.
-    """
-    out: dict[int, list[int]] = {}
-    for comp in strongly_connected(causes):
-        if len(comp) < 2:
-            continue
-        members = set(comp)
-        if any(c not in members for v in comp for c in causes[v]):
-            continue
-        root = min(comp, key=lambda v: order_key[v])
-        causes[root] = [c for c in causes[root] if c not in members]
-        out[root] = sorted(comp)
-    return out
+from ._cause_graph import break_cycles, csr, explained, positions
+from ._cause_order import order_ranks
+from .draft import LOCATION_FIELDS, Draft
+from .finding import Finding, fingerprint, jsonable, normalize_key, severity_rank
 
 
-def explained_by(causes: Sequence[Sequence[int]]) -> list[dict[int, int]]:
-    """For each node, every node that reaches it through cause edges, with its distance (1 = direct)."""
-    n = len(causes)
-    symptoms: list[list[int]] = [[] for _ in range(n)]
-    for v, cs in enumerate(causes):
-        for c in cs:
-            symptoms[c].append(v)
-    out: list[dict[int, int]] = []
-    for v in range(n):
-        depth: dict[int, int] = {}
-        frontier, d = list(symptoms[v]), 1
-        while frontier:  # breadth first, so each symptom gets its shortest distance
-            nxt = []
-            for s in frontier:
-                if s != v and s not in depth:
-                    depth[s] = d
-                    nxt.extend(symptoms[s])
-            frontier, d = nxt, d + 1
-        out.append(depth)
-    return out
+def partial_trace_message(message: str, gap: str) -> str:
+    """(c): the message of a finding that is a partial-trace note, naming the gap its missing event may be in."""
+    return f"{message} [partial trace: {gap}; the missing event may be in the gap]"
 
 
-def partial_trace_note(f: Finding, gap: str) -> Finding:
-    """(c): the finding as a partial-trace note that names the gap its missing event may be in."""
-    return updated(f, severity="note", confidence="partial-trace",
-                   message=f"{f.message} [partial trace: {gap}; the missing event may be in the gap]",
-                   extra={**f.extra, "partial_trace": gap})
+def level(d: Draft) -> str:
+    """(c): the draft's severity, a note where its evidence may lie in a gap of the trace."""
+    return "note" if d.hit.gap else d.severity
 
 
-def waiter_causes(drafts: Sequence[Finding], causes: list[list[int]], order_key: Sequence[Any]) -> None:
+def waiter_causes(levels: Sequence[str], blocks: Sequence[tuple], stalls: Sequence[tuple],
+                  causes: list[list[int]], order_key: Sequence[Any]) -> None:
     """(b): a root whose every stalled place is blocked by another finding's stuck wait becomes
     that finding's symptom (in place, on ``causes``): the waiter of a root, or of one of its
     symptoms, spins in that wait. Only a blocker at least as severe explains it, so an error
-    never hides under a note, and never one it explains itself (no cycle)."""
-    stalled = [i for i, f in enumerate(drafts) if not causes[i] and f.extra.get("_stalls")]
+    never hides under a note, and never one it explains itself (no cycle). ``blocks`` and
+    ``stalls`` are each finding's (rank, core) places, as ``rules.base.Hit`` names them."""
+    stalled = [i for i, places in enumerate(stalls) if places and not causes[i]]
     if not stalled:
         return
     by_rank: dict[int, list[int]] = {}  # a 64-rank hang has 10^5 stuck waits: look up by rank
-    for j, f in enumerate(drafts):
-        for r in {r for r, _ in f.extra.get("_blocks", ())}:
+    for j, places in enumerate(blocks):
+        for r in {r for r, _ in places}:
             by_rank.setdefault(r, []).append(j)
     back: dict[int, list[int]] = {}  # cause -> its direct symptoms
     for v, cs in enumerate(causes):
         for c in cs:
             back.setdefault(c, []).append(v)
     for i in stalled:
-        x = drafts[i]
-        places = x.extra["_stalls"]
+        places = stalls[i]
         fits = [j for j in by_rank.get(places[0][0], ()) if j != i
-                and severity_rank(drafts[j].severity) >= severity_rank(x.severity)
-                and all(_blocked(place, drafts[j].extra["_blocks"]) for place in places)]
+                and severity_rank(levels[j]) >= severity_rank(levels[i])
+                and all(_blocked(place, blocks[j]) for place in places)]
         if fits:
             mine = _reaching(back, i)
             fits = [j for j in fits if j not in mine]
@@ -132,82 +97,184 @@ def _reaching(back: dict[int, list[int]], x: int) -> set[int]:
     return seen
 
 
-_DECISION_KEYS = ("_causes", "_gap", "_blocks", "_stalls")
+@dataclass(frozen=True)
+class Linked:
+    """What ``link`` decided, by report number (``drafts[n]`` is finding F{n+1}, report order):
+    each draft's severity after (c); its causes and the symptoms it explains, in CSR form (row n
+    of ``causes`` is ``cause_numbers[cause_starts[n]:cause_starts[n + 1]]``, report numbers
+    ascending; a root has none); what link adds to its extra (the causes it names that were not
+    reported, the members of the cycle it roots); and the count of each fingerprint that another
+    finding had first (2, 3, ...: fingerprints unique per report). A ``Finding`` is built only for
+    what a report lists (``finding``)."""
+
+    drafts: tuple[Draft, ...]
+    levels: tuple[str, ...]
+    cause_starts: np.ndarray
+    cause_numbers: np.ndarray
+    explain_starts: np.ndarray
+    explain_numbers: np.ndarray
+    notes: Mapping[int, dict[str, Any]] = field(default_factory=dict)
+    twins: Mapping[int, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.drafts)
+
+    def causes(self, n: int) -> np.ndarray:
+        return self.cause_numbers[self.cause_starts[n]:self.cause_starts[n + 1]]
+
+    def explains(self, n: int) -> np.ndarray:
+        return self.explain_numbers[self.explain_starts[n]:self.explain_starts[n + 1]]
+
+    def is_root(self, n: int) -> bool:
+        return self.cause_starts[n] == self.cause_starts[n + 1]
+
+    def message(self, n: int) -> str:
+        return message(self.drafts[n])
+
+    def finding(self, n: int, defect_class: str = "") -> Finding:
+        """Finding F{n+1}, its evidence rows ``pending`` (``analyzer.evidence.resolve`` describes them)."""
+        d = self.drafts[n]
+        hit = d.hit
+        extra = dict(hit.extra)
+        for k, v in hit.location.items():
+            if k not in LOCATION_FIELDS:
+                extra.setdefault(k, v)  # a place the Location has no field for (e.g. peer): keep it visible
+        confidence = getattr(hit.confidence, "value", hit.confidence)
+        if d.inferred:
+            extra["inferred"] = list(d.inferred)
+            if confidence == "certain":
+                confidence = "inferred"
+        if hit.gap:  # (c)
+            extra["partial_trace"] = hit.gap
+            confidence = "partial-trace"
+        extra.update(self.notes.get(n, ()))
+        location = d.location
+        fp = fingerprint(hit.code, location)
+        if n in self.twins:  # the same rule, place and key twice: keep fingerprints unique per report
+            fp = f"{fp}-{self.twins[n]}"
+        return Finding(id=finding_id(n), code=hit.code, family=d.family, name=d.rule.name,
+                       severity=self.levels[n], confidence=confidence, message=self.message(n),
+                       location=location, caused_by=tuple(map(finding_id, self.causes(n).tolist())),
+                       fingerprint=fp, extra=extra, key=normalize_key(hit.key),
+                       explains=tuple(map(finding_id, self.explains(n).tolist())), defect_class=defect_class,
+                       defect=hit.defect, pending=(tuple(hit.rows), d.seq, d.window))
 
 
-def link(drafts: list[Finding]) -> tuple[Finding, ...]:
+def finding_id(n: int) -> str:
+    """The id of the finding numbered ``n`` in report order: F1 for 0."""
+    return f"F{n + 1}"
+
+
+def link(drafts: Sequence[Draft]) -> Linked:
     """Decide the roots ((a)-(c) of the module doc), order the report and number it F1..Fn."""
-    drafts = [partial_trace_note(f, f.extra["_gap"]) if f.extra.get("_gap") else f for f in drafts]
+    hits = [d.hit for d in drafts]
+    levels = [level(d) for d in drafts]
+    keys = [normalize_key(h.key) for h in hits]
+    causes, missing = _cited(hits, keys)
+    rank = order_ranks(drafts, levels, keys, lambda i: message(drafts[i]))
+    cycles = break_cycles(causes, rank)
+    if any(h.stalls for h in hits):
+        waiter_causes(levels, [_places(h.blocks) for h in hits], [_places(h.stalls) for h in hits], causes, rank)
+    starts, nodes, depths = explained(causes)
+    order = _report_order(causes, levels, rank, starts, nodes, depths)
+    number = np.empty(len(drafts), np.int64)
+    number[order] = np.arange(len(drafts))
+    numbers = number.tolist()
+    notes: dict[int, dict[str, Any]] = {}
+    for i, names in missing.items():
+        notes[numbers[i]] = {"causes_not_reported": names}
+    for i, members in cycles.items():
+        ids = [finding_id(numbers[j]) for j in sorted(members, key=numbers.__getitem__)]
+        notes.setdefault(numbers[i], {})["cycle"] = ids
+    ordered = [drafts[i] for i in order.tolist()]
+    twins: dict[int, int] = {}
+    seen_fp: dict[tuple, int] = {}
+    for n, d in enumerate(ordered):
+        at = (d.hit.code, d.place[:6])  # what the fingerprint hashes (analyzer.finding.fingerprint)
+        k = seen_fp[at] = seen_fp.get(at, 0) + 1
+        if k > 1:
+            twins[n] = k
+    cause_starts, cause_numbers = _renumbered(*csr(causes), number, order)
+    explain_starts, explain_numbers = _renumbered(starts, nodes, number, order)
+    return Linked(tuple(ordered), tuple(levels[i] for i in order.tolist()), cause_starts, cause_numbers,
+                  explain_starts, explain_numbers, notes, twins)
+
+
+def message(d: Draft) -> str:
+    """The draft's message as the report words it: (c)'s note appended where it rests on a gap."""
+    hit = d.hit
+    return partial_trace_message(hit.message, hit.gap) if hit.gap else hit.message
+
+
+def _cited(hits: Sequence, keys: Sequence) -> tuple[list[list[int]], dict[int, list[str]]]:
+    """(a): each hit's reported causes (indices, in citation order, each once), and the causes it
+    names that no hit of this report is, as 'CODE [key]'."""
     index: dict[tuple[str, Any], list[int]] = {}
-    for i, f in enumerate(drafts):
-        index.setdefault((f.code, f.key), []).append(i)
+    for i, h in enumerate(hits):
+        index.setdefault((h.code, keys[i]), []).append(i)
     causes: list[list[int]] = []
-    extras: list[dict[str, Any]] = []
-    for i, f in enumerate(drafts):
-        extra = dict(f.extra)
-        pairs = extra.pop("_causes", ())
+    missing_of: dict[int, list[str]] = {}
+    for i, h in enumerate(hits):
+        if not h.caused_by:
+            causes.append([])
+            continue
         found: list[int] = []
         seen: set[int] = set()  # found as a set: a finding can cite thousands of causes
         missing: list[str] = []
-        for code, key in pairs:
-            hits = [j for j in index.get((code, key), []) if j != i]
-            if hits:
-                found.extend(j for j in hits if not (j in seen or seen.add(j)))
-            else:
+        for code, key in h.caused_by:
+            key = normalize_key(key)
+            reported = False
+            for j in index.get((code, key), ()):
+                if j != i:
+                    reported = True
+                    if j not in seen:
+                        seen.add(j)
+                        found.append(j)
+            if not reported:
                 missing.append(f"{code} {json.dumps(jsonable(key))}")
         if missing:
-            extra["causes_not_reported"] = missing
+            missing_of[i] = missing
         causes.append(found)
-        extras.append(extra)
-    order_key = [_order_key(f) for f in drafts]
-    cycles = break_cycles(causes, order_key)
-    waiter_causes(drafts, causes, order_key)
-    for extra in extras:
-        for k in _DECISION_KEYS:
-            extra.pop(k, None)
-    explains = explained_by(causes)
-    roots = sorted((i for i in range(len(drafts)) if not causes[i]),
-                   key=lambda i: (-severity_rank(drafts[i].severity), -len(explains[i]), order_key[i]))
-    order: list[int] = list(roots)
-    placed = set(order)
-    for r in roots:
-        for s in sorted(explains[r], key=lambda i: (explains[r][i], order_key[i])):
-            if s not in placed:
-                placed.add(s)
-                order.append(s)
-    order.extend(i for i in range(len(drafts)) if i not in placed)  # unreachable: cycles are broken
-    ids = {i: f"F{n + 1}" for n, i in enumerate(order)}
-    seen_fp: dict[str, int] = {}
-    out = []
-    for i in order:
-        f = drafts[i]
-        extra = extras[i]
-        if i in cycles:
-            extra["cycle"] = sorted((ids[j] for j in cycles[i]), key=lambda s: int(s[1:]))
-        fp = f.fingerprint
-        seen_fp[fp] = seen_fp.get(fp, 0) + 1
-        if seen_fp[fp] > 1:  # the same rule, place and key twice: keep fingerprints unique per report
-            fp = f"{fp}-{seen_fp[fp]}"
-        out.append(updated(f, id=ids[i], extra=extra, fingerprint=fp,
-                           caused_by=tuple(sorted((ids[j] for j in causes[i]), key=lambda s: int(s[1:]))),
-                           explains=tuple(sorted((ids[j] for j in explains[i]), key=lambda s: int(s[1:])))))
-    return tuple(out)
+    return causes, missing_of
 
 
-def _order_key(f: Finding) -> tuple:
-    loc = f.location
-    place = tuple(-1 if v is None else v for v in (loc.rank, loc.core, loc.launch))
-    first = (f.evidence[0].seq,) if f.evidence else (f.pending[1] if f.pending else -1,)
-    return (-severity_rank(f.severity), f.code, place, first, key_text(f.key), f.message)
+def _report_order(causes: list[list[int]], levels: Sequence[str], rank: Sequence[int],
+                  starts: np.ndarray, nodes: np.ndarray, depths: np.ndarray) -> np.ndarray:
+    """Roots first (severity, then symptoms explained, then the order key), then each root's symptoms
+    not placed yet, nearest first (distance, then the order key)."""
+    n = len(causes)
+    rank_ = np.asarray(rank, np.int64)
+    counts = np.diff(starts)
+    severity = np.fromiter((-severity_rank(lv) for lv in levels), np.int64, n)
+    roots = np.flatnonzero(np.fromiter(map(len, causes), np.int64, n) == 0)
+    roots = roots[np.lexsort((rank_[roots], -counts[roots], severity[roots]))]
+    # Every root's symptoms, root by root in report order, each root's nearest first; a symptom
+    # is placed where it first appears.
+    at = positions(starts, roots)
+    symptom = nodes[at]
+    runs = np.lexsort((rank_[symptom], depths[at], np.repeat(np.arange(len(roots)), counts[roots])))
+    symptom = symptom[runs]
+    _, first = np.unique(symptom, return_index=True)
+    placed = np.concatenate((roots, symptom[np.sort(first)]))
+    left = np.ones(n, bool)
+    left[placed] = False
+    return np.concatenate((placed, np.flatnonzero(left)))  # unreachable: cycles are broken
 
 
-def key_text(key: Any) -> str:
-    """``json.dumps(jsonable(key))``, the order's tie-break; most keys are tuples of plain ints
-    (rank, core, seq), written here without the encoder (a report may have 10^6 findings)."""
-    if type(key) is tuple:
-        for v in key:
-            if type(v) is not int:
-                break
-        else:
-            return "[" + ", ".join(map(int.__repr__, key)) + "]"
-    return json.dumps(jsonable(key))
+def _renumbered(starts: np.ndarray, targets: np.ndarray, number: np.ndarray, order: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The graph with node i renamed ``number[i]``: rows in report order, each row ascending."""
+    lengths = np.diff(starts)
+    row = np.repeat(number, lengths)
+    value = number[targets]
+    by = np.lexsort((value, row))
+    out_starts = np.zeros(len(starts), np.int64)
+    np.cumsum(lengths[order], out=out_starts[1:])
+    return out_starts, value[by]
+
+
+def _places(places: Sequence) -> tuple:
+    """A hit's (rank, core) places as plain ints, core None where the hit names the whole rank."""
+    if not places:
+        return ()
+    return tuple((int(r), None if c is None else int(c)) for r, c in places)

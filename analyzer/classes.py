@@ -28,7 +28,11 @@ from array import array
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from .finding import SEVERITIES, Finding, severity_rank, updated
+import numpy as np
+
+from ._cause_graph import positions
+from .causes import Linked, finding_id
+from .finding import SEVERITIES, Finding, severity_rank
 
 _NUMBER = re.compile(r"-?\d+")
 _ELLIPSIS = re.compile(r"\s*(?:\.\.\.|\u2026)")
@@ -123,10 +127,11 @@ class DefectClass:
                 "fingerprint": self.fingerprint}
 
 
-def class_key(f: Finding) -> tuple:
-    """What the class is, from the finding's fields: (code, site, region, root, weakened by a gap, defect)."""
-    loc = f.location
-    return (f.code, loc.site, loc.region, f.is_root, "partial_trace" in f.extra, f.defect)
+def class_key(linked: Linked, n: int) -> tuple:
+    """What finding F{n+1}'s class is, from its fields: (code, site, region, root, weakened by a gap, defect)."""
+    d = linked.drafts[n]
+    hit = d.hit
+    return (hit.code, d.place[5], d.place[3], bool(linked.is_root(n)), bool(hit.gap), hit.defect)
 
 
 def class_fingerprint(key: tuple) -> str:
@@ -136,74 +141,77 @@ def class_fingerprint(key: tuple) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def group(findings: Sequence[Finding]) -> tuple[tuple[Finding, ...], tuple[DefectClass, ...]]:
-    """Each finding with its class id set (``defect_class``), and the classes C1..Cn in report order."""
-    classes = classify(findings)
-    class_of = {i: c.id for c in classes for i in c.members}
-    return tuple(updated(f, defect_class=class_of[f.id]) for f in findings), classes
-
-
-def classify(findings: Sequence[Finding]) -> tuple[DefectClass, ...]:
-    """The classes C1..Cn of linked findings, in report order; the findings are left as they are
-    (``sample`` sets the class of those a report lists, ``group`` of every one)."""
+def classify(linked: Linked) -> tuple[DefectClass, ...]:
+    """The classes C1..Cn of the linked drafts, in report order, every finding a member."""
     members: dict[tuple, list[int]] = {}
-    for i, f in enumerate(findings):
-        members.setdefault(class_key(f), []).append(i)
+    for n in range(len(linked)):
+        members.setdefault(class_key(linked, n), []).append(n)
     keys = list(members)  # insertion order is the order of each class's first finding
-    cid = {k: f"C{n + 1}" for n, k in enumerate(keys)}
-    class_of = {findings[i].id: cid[k] for k, idx in members.items() for i in idx}
+    number = np.zeros(len(linked), np.int64)
+    for c, k in enumerate(keys):
+        number[members[k]] = c
     seen_fp: dict[str, int] = {}
     out = []
-    for k in keys:
-        fs = [findings[i] for i in members[k]]
+    for c, k in enumerate(keys):
+        ns = members[k]
         code, site, region, root, _, defect = k
-        rep = fs[0]
+        rep = linked.drafts[ns[0]]
         fp = class_fingerprint(k)
         seen_fp[fp] = seen_fp.get(fp, 0) + 1
         if seen_fp[fp] > 1:  # cannot happen for distinct keys unless sha256 collides; keep them unique anyway
             fp = f"{fp}-{seen_fp[fp]}"
-        explains = _ordered({class_of[s] for f in fs for s in f.explains} - {cid[k]})
-        causes = _ordered({class_of[c] for f in fs for c in f.caused_by} - {cid[k]})
+        places = [linked.drafts[n].place for n in ns]
+        levels = [linked.levels[n] for n in ns]
         out.append(DefectClass(
-            id=cid[k], code=code, name=rep.name, family=rep.family,
-            severity=max((f.severity for f in fs), key=severity_rank), root=root, site=site, region=region,
-            source=next((f.location.source for f in fs if f.location.source), None),
-            shape=message_shape(rep.message), defect=defect,
-            members=tuple(f.id for f in fs), ranks=_values(fs, "rank"), cores=_values(fs, "core"),
-            launches=_values(fs, "launch"), explains=explains, caused_by=causes, fingerprint=fp,
-            severities=_severities(fs), count=len(fs)))
+            id=class_id(c), code=code, name=rep.rule.name, family=rep.family,
+            severity=max(levels, key=severity_rank), root=root, site=site, region=region,
+            source=next((p[6] for p in places if p[6]), None), shape=message_shape(linked.message(ns[0])),
+            defect=defect, members=tuple(map(finding_id, ns)), ranks=_values(places, 0), cores=_values(places, 1),
+            launches=_values(places, 2),
+            explains=_linked(linked.explain_starts, linked.explain_numbers, ns, number, c),
+            caused_by=_linked(linked.cause_starts, linked.cause_numbers, ns, number, c), fingerprint=fp,
+            severities=_severities(levels), count=len(ns)))
     return tuple(out)
 
 
-def sample(findings: Sequence[Finding], classes: Sequence[DefectClass], cap: int | None
+def class_id(c: int) -> str:
+    """The id of the class numbered ``c`` in report order: C1 for 0."""
+    return f"C{c + 1}"
+
+
+def sample(linked: Linked, classes: Sequence[DefectClass], cap: int | None
            ) -> tuple[tuple[Finding, ...], tuple[DefectClass, ...], array]:
     """The findings a report lists, their class id set: each class's first ``cap`` in report order
     (every one where ``cap`` is None), the classes' ``members`` cut to those; their counts stay
     exact. Also the class of every finding, listed or not, by its number (F1 is 0):
-    ``Report.class_of_id``. ``classes`` are ``classify(findings)``'s, every member still in them.
+    ``Report.class_of_id``. ``classes`` are ``classify(linked)``'s, every member still in them.
 
-    A trace with a million stuck waits is a few classes: the report then holds, renders and
-    writes a few hundred findings, not a million (the ids of the others stay in the listed
+    A trace with a million stuck waits is a few classes: the report then builds, holds, renders
+    and writes a few hundred findings, not a million (the ids of the others stay in the listed
     findings' ``explains`` and ``caused_by``, so a root is still a finding with no cause)."""
-    number = {i: n for n, c in enumerate(classes) for i in c.members}
-    index = array("i", (number[f.id] for f in findings))
+    index = array("i", bytes(4 * len(linked)))
+    for c, cls in enumerate(classes):
+        for fid in cls.members:
+            index[int(fid[1:]) - 1] = c
     if cap is not None:
         classes = tuple(c if len(c.members) <= cap else replace(c, members=c.members[:cap]) for c in classes)
-    keep = {i for c in classes for i in c.members}
-    return (tuple(updated(f, defect_class=classes[number[f.id]].id) for f in findings if f.id in keep),
-            tuple(classes), index)
+    keep = sorted(int(fid[1:]) - 1 for c in classes for fid in c.members)
+    return tuple(linked.finding(n, classes[index[n]].id) for n in keep), tuple(classes), index
 
 
-def _severities(fs: Sequence[Finding]) -> tuple[int, int, int]:
+def _severities(levels: Sequence[str]) -> tuple[int, int, int]:
     n = dict.fromkeys(SEVERITIES, 0)
-    for f in fs:
-        n[f.severity] += 1
+    for level in levels:
+        n[level] += 1
     return tuple(n.values())
 
 
-def _values(fs: Sequence[Finding], name: str) -> tuple[int, ...]:
-    return tuple(sorted({getattr(f.location, name) for f in fs} - {None}))
+def _values(places: Sequence[tuple], at: int) -> tuple[int, ...]:
+    return tuple(sorted({p[at] for p in places} - {None}))
 
 
-def _ordered(ids: set[str]) -> tuple[str, ...]:
-    return tuple(sorted(ids, key=lambda s: int(s[1:])))
+def _linked(starts: np.ndarray, targets: np.ndarray, members: list[int], number: np.ndarray, own: int
+            ) -> tuple[str, ...]:
+    """The classes, other than ``own``, of the findings the members' edges (CSR rows) lead to, in class order."""
+    found = np.unique(number[targets[positions(starts, np.asarray(members, np.int64))]])
+    return tuple(map(class_id, found[found != own].tolist()))

@@ -1,9 +1,11 @@
 """The engine: run the selected rules over a trace and turn their hits into a report.
 
 ``diagnose`` opens the dataset (or ingests raw traces into a temporary one),
-runs each selected rule once, resolves every hit's rows into evidence events
-and its location (first row unless the hit overrides it, kernel file:line from
-the manifest's sites), and links causes.  How causes become root causes:
+runs each selected rule once, places every hit as a draft (``analyzer.draft``:
+its location from the first row unless the hit overrides it, kernel file:line
+from the manifest's sites), links causes over the drafts, and builds a finding,
+with its rows resolved into evidence events, only for what the report lists.
+How causes become root causes:
 
 - A hit's ``caused_by`` (code, key) pairs resolve to every finding of that
   code with that key.  A pair that resolves to nothing (its rule was not
@@ -44,7 +46,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from .causes import link
 from .classes import DefectClass, classify, sample
 from .config import Config
-from .evidence import findings_of, owned, resolve
+from .draft import Draft
+from .evidence import drafts_of, owned, resolve
 from .finding import Finding, count_at_or_above
 from .gc_pause import paused
 
@@ -235,7 +238,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     windows = plan(ds.blocks, config.window_events, total)
     # MOETRACE_PROFILE=1: one stderr line per rule (check, then evidence), for bench/perf.py's profile.
     prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
-    drafts: list[Finding] = []
+    drafts: list[Draft] = []
     view = None  # the one window's view, kept open for the evidence of the findings the report lists
     jobs = min(config.jobs, len(windows))
     tell("windows", len(windows))
@@ -267,7 +270,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
         linked = link(drafts)
         del drafts
         findings, classes, index = sample(linked, classify(linked), config.max_findings)
-        del linked
+        del linked  # the drafts: only the listed findings are built
         findings = _describe(ds, findings, view)
     prof and prof.mark(f"link, classes, and the evidence of the {len(findings):,} listed findings")
     return Report(findings, info, tuple(selected), config, classes=classes, started=started,
@@ -276,9 +279,9 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
 
 def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
                 times: dict[str, float] | None = None, tell=None, keep_view: bool = False
-                ) -> tuple[list[Finding], Any]:
-    """Run every selected rule on one window: the findings it owns, their evidence rows pending
-    (``_describe`` resolves those of the findings a report lists), and the view where ``keep_view``
+                ) -> tuple[list[Draft], Any]:
+    """Run every selected rule on one window: the drafts of the findings it owns (``analyzer.draft``;
+    ``_describe`` resolves the evidence of those a report lists), and the view where ``keep_view``
     (else released now, None).
     ``times`` adds up each rule's seconds (check and evidence, not the shared analyses);
     ``tell("rule", 1)`` as each rule ends.
@@ -293,12 +296,12 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     trace.prefetch()
     prof and prof.mark(f"read: {trace.n:,} events, {len(trace.loaded)} columns")
     by_code = {r.code: r for r in selected}
-    out: list[Finding] = []
+    out: list[Draft] = []
 
     def on_rule(rule, hits) -> None:
         prof and prof.mark(f"{rule.code} check ({len(hits)} hits)")
         with paused():
-            out.extend(findings_of(owned(window, hits, trace), by_code, rule, config, trace, window))
+            out.extend(drafts_of(owned(window, hits, trace), by_code, rule, config, trace, window))
         prof and prof.mark(f"{rule.code} evidence")
         if times is not None:
             times[rule.code] = times.get(rule.code, 0.0) + time.perf_counter() - began[0]
@@ -363,11 +366,11 @@ def _registered(selected: list[type["Rule"]]) -> bool:
     return all(reg.get(r.code) is r for r in selected)
 
 
-# A window executor: (dataset, windows, config, rule codes) -> each window's findings, in window order.
-WindowExecutor = Callable[[Path, Sequence[Any], Config, list[str]], Iterable[list[Finding]]]
+# A window executor: (dataset, windows, config, rule codes) -> each window's drafts, in window order.
+WindowExecutor = Callable[[Path, Sequence[Any], Config, list[str]], Iterable[list[Draft]]]
 
 
-def _window_job(dataset: str, window, config: Config, codes: list[str]) -> list[Finding]:
+def _window_job(dataset: str, window, config: Config, codes: list[str]) -> list[Draft]:
     from ingest.dataset import Dataset
     from rules import registry
 

@@ -3,10 +3,10 @@
 A hit names its evidence as (role, row) pairs; a finding carries each row as
 an ``Evidence`` (the event's non-null fields by wire name, as
 ``TraceView.describe`` gives them) and is located at its first row unless the
-hit says otherwise.  ``findings_of`` locates every hit's finding from its
-first row's columns and leaves its rows pending; only the findings a report
-lists (``analyzer.classes.sample``) have their rows described, by ``resolve``,
-so a trace with a million findings of a few classes describes a few hundred.
+hit says otherwise.  ``drafts_of`` places every hit (``analyzer.draft``) from its first row's
+columns; only the findings a report lists (``analyzer.classes.sample``) are
+built and have their rows described, by ``resolve``, so a trace with a
+million findings of a few classes describes a few hundred.
 ``_resolve_rows`` resolves rows per kind with one vectorised take per column
 (and each distinct row once), where a ``describe`` per row cost a dozen numpy
 scalar reads each, and builds each row's evidence values per null pattern
@@ -23,13 +23,13 @@ import numpy as np
 from ingest.contract import COLUMN, COMMON_OPTIONAL, FIELDS, Kind, json_name, kind_columns
 
 from .config import Config
-from .finding import Evidence, FieldValues, Finding, Location, fingerprint, jsonable, normalize_key, updated
+from .draft import LOCATION_FIELDS, Draft
+from .finding import Evidence, FieldValues, Finding, jsonable, updated
 
 if TYPE_CHECKING:  # pragma: no cover
     from rules.base import Hit, Rule
     from rules.trace import TraceView
 
-_LOC_FIELDS = ("rank", "core", "launch", "region", "offset", "site", "source")
 _NULL = object()  # a null field: left out of the description
 _STRING = COLUMN["name"].type
 
@@ -76,16 +76,15 @@ def owned(window, hits: Sequence["Hit"], trace: "TraceView") -> list["Hit"]:
     return out
 
 
-def findings_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: type["Rule"], config: Config,
-                trace: "TraceView", window: Any = None) -> list[Finding]:
-    """One finding per hit (its rule by code, else ``rule``), located from its first row's columns
-    (one gather per column for all of them), its evidence rows ``pending``: ((role, row), ...), the
-    first row's seq, and the ``window`` whose view the rows index. ``resolve`` describes the rows of
-    the findings a report lists; a million hits of one class cost their count, not a million
-    descriptions."""
+def drafts_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: type["Rule"], config: Config,
+              trace: "TraceView", window: Any = None) -> list[Draft]:
+    """One draft per hit (its rule by code, else ``rule``), located from its first row's columns
+    (one gather per column for all of them), in the ``window`` whose view its rows index. Only the
+    findings a report lists are built from their drafts and have their rows described
+    (``resolve``): a million hits of one class cost their count, not a million descriptions."""
     firsts = [h.rows[0][1] for h in hits if h.rows]
     places = iter(_first_places(trace, np.asarray(firsts, np.int64)))
-    notes: dict[tuple, list[str]] = {}  # inference notes by (region, properties): few distinct
+    notes: dict[tuple, tuple[str, ...]] = {}  # inference notes by (region, properties): few distinct
     per_rule: dict[str, tuple] = {}  # (rule, family, severity) per code: the config's selectors matched once
     out = []
     for h in hits:
@@ -94,8 +93,8 @@ def findings_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: typ
             rule_ = rules.get(h.code, rule)
             fixed = per_rule[h.code] = (rule_, _value(rule_.family),
                                         config.severity_for(rule_) or None, _value(rule_.severity))
-        loc, seq = next(places) if h.rows else (None, -1)
-        out.append(_finding(h, fixed, trace, loc, notes, (tuple(h.rows), seq, window)))
+        loc, seq = next(places) if h.rows else ({}, -1)
+        out.append(_draft(h, fixed, trace, loc, notes, seq, window))
     return out
 
 
@@ -186,7 +185,7 @@ def _resolve_kind(trace: "TraceView", kind: Kind, rows: np.ndarray, shared: dict
         get = (itemgetter(*keep) if len(keep) > 1 else
                (lambda v, j=keep[0]: (v[j],)) if keep else (lambda v: ()))
         at = {n: i for i, n in enumerate(names)}
-        loc = (tuple(k for k in _LOC_FIELDS if k in at), tuple(at[k] for k in _LOC_FIELDS if k in at))
+        loc = (tuple(k for k in LOCATION_FIELDS if k in at), tuple(at[k] for k in LOCATION_FIELDS if k in at))
         per[p] = (names, get, at.get("site"), loc)
     wire = kind.wire
     rank, core, seq = (trace.col(c)[rows].tolist() for c in ("rank", "core", "seq"))
@@ -199,54 +198,29 @@ def _resolve_kind(trace: "TraceView", kind: Kind, rows: np.ndarray, shared: dict
     return out
 
 
-def _finding(hit: "Hit", fixed: tuple, trace: "TraceView", first_loc: dict[str, Any] | None,
-             notes: dict[tuple, list[str]], pending: tuple) -> Finding:
+def _draft(hit: "Hit", fixed: tuple, trace: "TraceView", loc: dict[str, Any],
+           notes: dict[tuple, tuple[str, ...]], seq: int, window: Any) -> Draft:
     rule, family, configured, default_severity = fixed
-    loc: dict[str, Any] = first_loc if first_loc is not None else {}
-    extra = dict(hit.extra)
-    for k, v in hit.location.items():
-        if k in _LOC_FIELDS:
-            loc[k] = v
-        else:
-            extra.setdefault(k, v)  # a place the Location has no field for (e.g. peer): keep it visible
-    region_id = loc.get("region") if isinstance(loc.get("region"), int) else None
+    if hit.location:  # the hit names its place (or part of it) itself
+        loc = {**loc, **{k: jsonable(v) for k, v in hit.location.items() if k in LOCATION_FIELDS}}
+    region = loc.get("region")
+    region_id = region if isinstance(region, int) else None
     if region_id is not None:
         loc["region"] = trace.manifest.regions[region_id].name
-    confidence = _value(hit.confidence)
     # What the finding rests on that the trace, not the manifest, gave (rules.analysis.inference).
-    inferred = []
+    inferred: tuple[str, ...] = ()
     if rule.infers_from:
         about = (region_id, rule.infers_from)
         if about not in notes:
-            notes[about] = trace.inference.about(region_id, rule.infers_from)
-        inferred = list(notes[about])
-    if inferred:
-        extra["inferred"] = inferred
-        if confidence == "certain":
-            confidence = "inferred"
-    loc = {k: jsonable(v) for k, v in loc.items()}
-    if "source" not in loc and loc.get("site") is not None:
-        loc["source"] = trace.manifest.site_text(loc["site"])
-    location = Location(**loc)
+            notes[about] = tuple(trace.inference.about(region_id, rule.infers_from))
+        inferred = notes[about]
+    site = loc.get("site")
+    source = loc.get("source")
+    if "source" not in loc and site is not None:
+        source = trace.manifest.site_text(site)
+    place = (loc.get("rank"), loc.get("core"), loc.get("launch"), loc.get("region"), loc.get("offset"), site, source)
     severity = configured or (hit.severity.value if hit.severity else None) or default_severity
-    key = normalize_key(hit.key)
-    return Finding(id="", code=hit.code, family=family, name=rule.name, severity=severity,
-                   confidence=confidence, message=hit.message, location=location,
-                   fingerprint=fingerprint(hit.code, location),
-                   extra={**extra, **_decision_inputs(hit)}, key=key, defect=hit.defect, pending=pending)
-
-
-def _decision_inputs(hit: "Hit") -> dict[str, Any]:
-    """What ``analyzer.causes.link`` decides roots from, kept on the draft under private keys
-    (it pops them): the cause pairs, and the gap / blocked / stalled statements of the hit."""
-    out: dict[str, Any] = {"_causes": tuple((c, normalize_key(k)) for c, k in hit.caused_by)}
-    if hit.gap:
-        out["_gap"] = hit.gap
-    if hit.blocks:
-        out["_blocks"] = tuple((int(r), int(c)) for r, c in hit.blocks)
-    if hit.stalls:
-        out["_stalls"] = tuple((int(r), None if c is None else int(c)) for r, c in hit.stalls)
-    return out
+    return Draft(hit, rule, family, severity, place, inferred, seq, window)
 
 
 def _value(v: Any) -> str:

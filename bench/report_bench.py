@@ -2,7 +2,7 @@
 
 Part 1 builds a synthetic report of N findings (default 170,957, the root
 count a noisy trace once printed) spread over 64 ranks x 4 cores and a few
-hundred launches, in 3 defect classes, and times ``analyzer.classes.group``
+hundred launches, in 3 defect classes, and times the link, the classes
 and each reporter, with output sizes.  Part 2 simulates the classic 64-rank
 rank-stop hang, diagnoses it and measures its SARIF.
 
@@ -25,30 +25,41 @@ sys.path.insert(0, str(ROOT))
 
 
 def synthetic(n: int):
-    from analyzer.engine import Report, TraceInfo
-    from analyzer.finding import Finding, Location
+    """N drafts (``analyzer.draft``) of 3 rules over 64 ranks x 4 cores, as the engine places hits."""
+    from analyzer.draft import Draft
+    from rules import registry
+    from rules.base import Hit
 
-    fs = []
+    reg = registry()
+    out = []
     for i in range(n):
         r, c, launch = i % 64, (i // 64) % 4, i // 256
         code = ("MT202", "MT401", "MT403")[i % 3]
-        loc = Location(rank=r, core=c, launch=launch, region="ready", offset=i % 512, site=3 + i % 3,
-                       source=f"kernels/k.cc:{10 + i % 3}")
-        fs.append(Finding(id=f"F{i + 1}", code=code, family="stale-flag", name=f"rule-{code}", severity="error",
-                          confidence="certain", location=loc,
-                          message=f"rank {r} core {c} launch {launch}: ready[{i % 512}] read {i % 7} before reset"))
-    return fs, Report, TraceInfo
+        hit = Hit(code=code, key=(r, c, i),
+                  message=f"rank {r} core {c} launch {launch}: ready[{i % 512}] read {i % 7} before reset")
+        place = (r, c, launch, "ready", i % 512, 3 + i % 3, f"kernels/k.cc:{10 + i % 3}")
+        out.append(Draft(hit, reg[code], "stale-flag", "error", place))
+    return out
 
 
 def part1(n: int) -> list[str]:
-    from analyzer.classes import group
+    from analyzer.causes import link
+    from analyzer.classes import classify, sample
+    from analyzer.engine import Report, TraceInfo
     from analyzer.report import render
 
-    fs, Report, TraceInfo = synthetic(n)
+    drafts = synthetic(n)
     t = time.perf_counter()
-    linked, classes = group(fs)
-    rows = [f"| group into classes | {time.perf_counter() - t:.1f} s | {len(classes)} classes | |"]
-    rep = Report(linked, TraceInfo(inputs=("big.ds",), ranks=64, cores=4, events=10**8), classes=classes)
+    linked = link(drafts)
+    rows = [f"| link | {time.perf_counter() - t:.1f} s | {len(linked):,} findings | |"]
+    t = time.perf_counter()
+    classes = classify(linked)
+    rows.append(f"| group into classes | {time.perf_counter() - t:.1f} s | {len(classes)} classes | |")
+    t = time.perf_counter()
+    listed, classes, index = sample(linked, classes, None)
+    rows.append(f"| build every finding (no --max-findings) | {time.perf_counter() - t:.1f} s | | |")
+    rep = Report(listed, TraceInfo(inputs=("big.ds",), ranks=64, cores=4, events=10**8), classes=classes,
+                 class_index=index)
     for fmt in ("text", "json", "sarif", "junit"):
         t = time.perf_counter()
         out = render(rep, fmt)

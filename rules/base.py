@@ -48,7 +48,7 @@ class Confidence(str, Enum):
     PARTIAL_TRACE = "partial-trace"  # events are missing (ring wrap, absent dump) where it matters
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a hung 256-rank job can hold a million hits
 class Hit:
     """One thing a rule found.
 

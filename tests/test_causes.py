@@ -7,19 +7,13 @@ is a partial-trace note, never an error or warning root, whatever its severity w
 
 from __future__ import annotations
 
+from _drafts import draft, findings
+
 from analyzer.causes import link
-from analyzer.finding import Finding, Location
 
 
-def draft(code, rank, core, severity="error", key=None, **private) -> Finding:
-    extra = {"_causes": tuple(private.pop("causes", ())), **{f"_{k}": v for k, v in private.items()}}
-    return Finding(id="", code=code, family="hang", name=code.lower(), severity=severity, confidence="certain",
-                   message=f"{code} at rank {rank}", location=Location(rank=rank, core=core),
-                   key=key or (rank, core if core is not None else 0, 0), extra=extra)
-
-
-def by_code(findings):
-    return {f.code: f for f in findings}
+def by_code(linked):
+    return {f.code: f for f in findings(linked)}
 
 
 def test_a_gap_makes_a_partial_trace_note_whatever_the_severity():
@@ -83,7 +77,7 @@ def test_key_text_is_the_json_of_the_key():
     import json
     import random
 
-    from analyzer.causes import key_text
+    from analyzer._cause_order import key_text
     from analyzer.finding import jsonable
 
     rng = random.Random(5)
@@ -91,3 +85,30 @@ def test_key_text_is_the_json_of_the_key():
     keys += [tuple(rng.randint(-10**9, 10**9) for _ in range(rng.randint(0, 6))) for _ in range(2000)]
     for key in keys:
         assert key_text(key) == json.dumps(jsonable(key)), key
+
+
+def test_order_ranks_are_the_order_keys_ranks():
+    """The report order compares ranks from one numpy sort of the integer fields and, only where
+    those tie, the key's text and the message: the same order, and the same ties, as the whole keys."""
+    import random
+
+    from analyzer._cause_order import order_key, order_ranks
+    from analyzer.causes import level, message
+    from analyzer.finding import normalize_key
+
+    rng = random.Random(11)
+    drafts = [draft(rng.choice(("MT101", "MT202", "MT502")), rng.randint(0, 2), rng.choice((0, 1, None)),
+                    severity=rng.choice(("error", "note")),
+                    key=tuple(rng.randint(8, 11) for _ in range(rng.randint(1, 2))),
+                    message=rng.choice(("a", "b", "b ")), launch=rng.choice((None, 0, 1)),
+                    gap=rng.choice((None, None, "rank 1 lost 3 events")))
+              for _ in range(3000)]
+    levels = [level(d) for d in drafts]
+    keys = [normalize_key(d.hit.key) for d in drafts]
+    full = [order_key(d, lv, k, message(d)) for d, lv, k in zip(drafts, levels, keys)]
+    ranks = order_ranks(drafts, levels, keys, lambda i: message(drafts[i]))
+    pairs = [(rng.randrange(3000), rng.randrange(3000)) for _ in range(20000)]
+    assert any(full[a] == full[b] and a != b for a, b in pairs)  # the sample has whole ties
+    for a, b in pairs:
+        assert (ranks[a] < ranks[b]) == (full[a] < full[b]) and (ranks[a] == ranks[b]) == (full[a] == full[b])
+    assert sorted(range(3000), key=ranks.__getitem__) == sorted(range(3000), key=full.__getitem__)

@@ -95,8 +95,13 @@ def _simulate(tmp: Path, ranks: int, rank: int) -> Path:
 
 
 @pytest.fixture(scope="module")
-def hang64(tmp_path_factory):
-    return diagnose(_simulate(tmp_path_factory.mktemp("h64"), 64, 0))
+def hang64_dataset(tmp_path_factory):
+    return _simulate(tmp_path_factory.mktemp("h64"), 64, 0)
+
+
+@pytest.fixture(scope="module")
+def hang64(hang64_dataset):
+    return diagnose(hang64_dataset)
 
 
 def test_64_rank_hang_is_one_sarif_result_with_63_related_locations(hang64, tmp_path):
@@ -157,18 +162,15 @@ def test_source_root_maps_manifest_paths(ds, tmp_path, test_rules):
 
 
 def test_text_caps_the_symptom_classes_under_a_root():
-    from analyzer.classes import group
+    from _drafts import draft, report
+
     from analyzer.engine import Report, TraceInfo
-    from analyzer.finding import Finding, Location
 
-    def finding(i, code, **kw):
-        return Finding(id=f"F{i}", code=code, family="hang", name="x", severity="error", confidence="certain",
-                       message=f"rank {i} stuck", location=Location(rank=i, core=0), **kw)
-
-    symptoms = [finding(i, f"MT1{i:02d}", caused_by=("F1",)) for i in range(2, 27)]
-    root = finding(1, "MT501", explains=tuple(f.id for f in symptoms))
-    found, classes = group([root, *symptoms])
-    text = render(Report(found, TraceInfo(inputs=("x",)), classes=classes), "text")
+    root = draft("MT501", 1, 0, message="rank 1 stuck")
+    symptoms = [draft(f"MT1{i:02d}", i, 0, message=f"rank {i} stuck", causes=[("MT501", (1, 0, 0))])
+                for i in range(2, 27)]
+    found, classes, index = report([root, *symptoms])
+    text = render(Report(found, TraceInfo(inputs=("x",)), classes=classes, class_index=index), "text")
     assert text.count("\n    - 1 x MT1") == 20
     assert "    - ... and 5 more symptoms in 5 more classes: C22, C23, C24, C25, C26" in text
 
@@ -185,42 +187,41 @@ def test_numbers_as_hash_is_the_number_regex():
         assert _numbers_as_hash(m) == _NUMBER.sub("#", m), m
 
 
-def _finding(fid: str, message: str, defect: str = "", rank: int = 0):
-    from analyzer.finding import Finding, Location
+def _classes(*drafts):
+    from _drafts import report
 
-    return Finding(id=fid, code="MT106", family="hang", name="count-not-encoded", severity="error",
-                   confidence="certain", message=message, location=Location(rank=rank, core=0, region="cnt"),
-                   defect=defect)
+    return report(list(drafts))[1]
+
+
+def _draft(message: str, defect: str = "", rank: int = 0):
+    from _drafts import draft
+
+    return draft("MT106", rank, 0, message=message, defect=defect, region="cnt")
 
 
 def test_a_named_defect_is_one_class_whatever_its_messages_say():
     """Two wordings of one defect (a raw 0 and a raw 5) are one class, and rewording either
     changes neither the class nor its fingerprint; two defects a rule names are two classes; a rule
     that names none has one defect at a place, however its messages differ."""
-    from analyzer.classes import group
-
     zero, five = "stored 0 raw: a != 0 poll never ends", "stored 5 raw: it decodes as -6 rows"
-    _, named = group([_finding("F1", zero, "count-stored-raw"), _finding("F2", five, "count-stored-raw", 1)])
+    named = _classes(_draft(zero, "count-stored-raw"), _draft(five, "count-stored-raw", 1))
     assert len(named) == 1 and named[0].members == ("F1", "F2")
-    _, reworded = group([_finding("F1", "the count 0 went out unencoded", "count-stored-raw"),
-                         _finding("F2", five, "count-stored-raw", 1)])
+    reworded = _classes(_draft("the count 0 went out unencoded", "count-stored-raw"),
+                        _draft(five, "count-stored-raw", 1))
     assert reworded[0].fingerprint == named[0].fingerprint
-    _, two = group([_finding("F1", zero, "count-stored-raw"), _finding("F2", zero, "count-not-reset", 1)])
+    two = _classes(_draft(zero, "count-stored-raw"), _draft(zero, "count-not-reset", 1))
     assert len(two) == 2 and two[0].fingerprint != two[1].fingerprint
-    _, unnamed = group([_finding("F1", zero), _finding("F2", five, rank=1)])
+    unnamed = _classes(_draft(zero), _draft(five, rank=1))
     assert len(unnamed) == 1 and unnamed[0].members == ("F1", "F2")
 
 
-def test_a_capped_report_lists_a_sample_and_counts_every_finding(hang64, tmp_path):
+def test_a_capped_report_lists_a_sample_and_counts_every_finding(hang64, hang64_dataset, tmp_path):
     """--max-findings: each class lists its first N findings; counts, verdict, exit code and every
     format still speak of all 64 (issue 19: findings as a sample until a report prints them)."""
     from dataclasses import replace
 
-    from analyzer.classes import sample
-
-    findings, classes, index = sample(hang64.findings, hang64.classes, 5)
-    capped = replace(hang64, findings=findings, classes=classes, class_index=index,
-                     config=replace(hang64.config, max_findings=5))
+    capped = diagnose(hang64_dataset, replace(Config(), max_findings=5))
+    assert capped.findings == tuple(f for f in hang64.findings if f.id in {f.id for f in capped.findings})
     assert len(capped.findings) == 1 + 5 and [c.size for c in capped.classes] == [1, 63]
     assert capped.counts() == {**hang64.counts(), "listed": 6} and capped.exit_code() == hang64.exit_code() == 1
     assert not capped.complete and hang64.complete

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from _diag_helpers import RULES, BadRoute, Boom, PlainWrite, StuckWait, make_dataset, write_trace, events
-from analyzer.causes import break_cycles, explained_by, strongly_connected
+from analyzer._cause_graph import break_cycles, explained
 from analyzer.config import Config, parse_config
 from analyzer.engine import RuleError, diagnose
 from rules.base import Family, Rule, Severity
@@ -60,7 +62,7 @@ def test_severity_precedence_config_over_hit_over_default(ds):
     class Loud(PlainWrite):
         def check(self, trace, ctx):
             for h in super().check(trace, ctx):
-                yield type(h)(**{**h.__dict__, "severity": Severity.ERROR})
+                yield replace(h, severity=Severity.ERROR)
 
     rep = diagnose(ds, rules=[Loud])
     assert rep.findings[0].severity == "error"  # the hit's own level beats the rule default
@@ -167,7 +169,7 @@ def test_chain_counts_transitively(ds):
 
         def check(self, trace, ctx):
             for h in super().check(trace, ctx):
-                yield type(h)(**{**h.__dict__, "code": "MT197", "caused_by": (("MT198", h.key),)})
+                yield replace(h, code="MT197", caused_by=(("MT198", h.key),))
 
     rep = diagnose(ds, rules=[BadRoute, StuckWait, Mid])
     root = rep.findings[0]
@@ -176,13 +178,16 @@ def test_chain_counts_transitively(ds):
 
 
 def test_graph_helpers():
+    from rules.analysis.graph import strongly_connected
+
     edges = [[1], [2], [0], [0], []]
     comps = sorted(sorted(c) for c in strongly_connected(edges))
     assert comps == [[0, 1, 2], [3], [4]]
     causes = [list(e) for e in edges]
     assert break_cycles(causes, [2, 1, 0, 3, 4]) == {2: [0, 1, 2]}
     assert causes[2] == [] and causes[0] == [1]
-    ex = explained_by(causes)
-    assert ex[2] == {1: 1, 0: 2, 3: 3} and ex[4] == {}
+    starts, nodes, depths = explained(causes)
+    assert list(zip(nodes[starts[2]:starts[3]], depths[starts[2]:starts[3]])) == [(1, 1), (0, 2), (3, 3)]
+    assert starts[4] == starts[5]
     long_chain = [[i + 1] for i in range(5000)] + [[]]  # no recursion limit
     assert len(strongly_connected(long_chain)) == 5001

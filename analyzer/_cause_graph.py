@@ -1,0 +1,83 @@
+"""The cause graph's walks for ``analyzer.causes.link``, over CSR arrays.
+
+Nodes are a report's drafts, edges symptom -> cause (``causes[v]``: the nodes
+v cites). Linear passes in numba (``analyzer._cause_kernels``); the Python
+around them only where the graph has a cycle, which real reports rarely do.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from typing import Sequence
+
+import numpy as np
+
+from rules.analysis.graph import strongly_connected
+
+
+def csr(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, targets) of adjacency lists: row v is ``targets[starts[v]:starts[v + 1]]``."""
+    lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+    starts = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    return starts, np.fromiter(chain.from_iterable(rows), np.int64, int(starts[-1]))
+
+
+def positions(starts: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Where the edges of ``rows`` lie in a CSR graph's targets, row after row, each row's in order."""
+    lengths = starts[rows + 1] - starts[rows]
+    offsets = np.zeros(len(rows), np.int64)
+    np.cumsum(lengths[:-1], out=offsets[1:])
+    return np.repeat(starts[rows] - offsets, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def reversed_csr(starts: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The graph with every edge turned round, each node's new edges in the order of their old source."""
+    n = len(starts) - 1
+    sources = np.repeat(np.arange(n, dtype=np.int64), np.diff(starts))
+    order = np.argsort(targets, kind="stable")
+    rstarts = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(targets, minlength=n), out=rstarts[1:])
+    return rstarts, sources[order]
+
+
+def break_cycles(causes: list[list[int]], order_rank: Sequence[int]) -> dict[int, list[int]]:
+    """Make every cycle with no cause outside it end in one root; returns {root: cycle members}.
+
+    The root is the member first in report order (smallest ``order_rank``); only its edges
+    into the cycle are removed, so the others stay its (transitive) symptoms.
+    A cycle that does have an outside cause keeps its edges: its members are
+    symptoms of that cause and need no root of their own.
+    """
+    from ._cause_kernels import on_or_behind_cycles
+
+    starts, targets = csr(causes)
+    left = np.flatnonzero(on_or_behind_cycles(starts, targets)).tolist()
+    if not left:  # acyclic: the common case, one linear pass
+        return {}
+    local = {v: i for i, v in enumerate(left)}  # the components of what survived peeling are the cycles
+    edges = [[local[c] for c in causes[v] if c in local] for v in left]
+    out: dict[int, list[int]] = {}
+    for comp in strongly_connected(edges):
+        if len(comp) < 2:
+            continue
+        comp = [left[i] for i in comp]
+        members = set(comp)
+        if any(c not in members for v in comp for c in causes[v]):
+            continue
+        root = min(comp, key=lambda v: order_rank[v])
+        causes[root] = [c for c in causes[root] if c not in members]
+        out[root] = sorted(comp)
+    return out
+
+
+def explained(causes: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each node, every node that reaches it through cause edges, with its distance (1 = direct):
+    (starts, nodes, depths) in CSR form, each row in the order a breadth-first walk finds them."""
+    from ._cause_kernels import reach, reach_counts
+
+    starts, targets = reversed_csr(*csr(causes))  # cause -> its direct symptoms
+    out_starts = np.zeros(len(starts), np.int64)
+    np.cumsum(reach_counts(starts, targets), out=out_starts[1:])
+    nodes, depths = reach(starts, targets, out_starts)
+    return out_starts, nodes, depths
