@@ -9,7 +9,7 @@ of the table).  Every entry of the table is a word of a flag-like region, so
 the table can be packed over those words alone: owner * flag_words +
 flag_base + offset, which orders as the key does (the flag-like regions are
 disjoint and keep their base order) and decodes back to it exactly
-(``_words_packed._unpack``).  Where a row's word is not inside a flag-like
+(``_words_packed_kernels.unpack``).  Where a row's word is not inside a flag-like
 region (a signal or put_signal word out of its region, a wait running past
 its region's end) the renumbering cannot stand in for the key, and
 ``squeeze`` says None.
