@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer.evidence import _LOC_FIELDS, _first_places, _resolve_rows
+from analyzer.draft import LOCATION_FIELDS
+from analyzer.evidence import _first_places, _resolve_rows
 from rules.trace import TraceView
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -36,5 +37,5 @@ def test_resolved_rows_are_describe(name: str, tmp_path: Path) -> None:
         assert r[:4] == (d["rank"], d["core"], d["seq"], d["kind"])
         assert list(r[4].items()) == [(k, v) for k, v in d.items() if k not in ("rank", "core", "seq", "kind")]
         assert r[5] == trace.manifest.site_text(d.get("site"))
-        assert place == {k: d[k] for k in _LOC_FIELDS if k in d} and seq == d["seq"]
+        assert place == {k: d[k] for k in LOCATION_FIELDS if k in d} and seq == d["seq"]
     assert len(kinds) > 3  # the trace exercised several kinds' field sets

@@ -35,8 +35,9 @@ def _node(f: "Finding", depth: int) -> _Node:
     return _Node(depth, f.code, f.defect_class or "")
 
 
-def graph(root: "Finding", by_id: dict[str, "Finding"]) -> str:
-    members = [root] + [by_id[s] for s in root.explains if s in by_id]
+def graph(root: "Finding", symptoms: list["Finding"]) -> str:
+    """The root and the listed findings among its symptoms as a layered graph, one node per class and distance."""
+    members = [root, *symptoms]
     depth = {root.id: 0}
     changed = True
     while changed:  # shortest distance to the root along caused_by (the chains are short)

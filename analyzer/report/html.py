@@ -36,7 +36,6 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
 
     fail_on = fail_on or report.config.fail_on
     roots = report.roots  # the JSON report's root causes, as the text report lists them
-    by_id = {f.id: f for f in report.findings}
     t = report.trace
     failing = report.failing_count(fail_on) > 0
     total = report.counts()["findings"]
@@ -54,7 +53,7 @@ def render(report: "Report", *, fail_on: str | None = None, color: bool = False,
     if not roots:
         body.append('<p class="none">No root cause: no findings.</p>')
     for f in roots[:MAX_FINDINGS]:
-        body.append(_root(f, by_id, report))
+        body.append(_root(f, report))
     if len(roots) > MAX_FINDINGS:
         body.append(f'<p class="none">... and {len(roots) - MAX_FINDINGS:,} more root causes '
                     f'(moetrace diagnose --format json lists them).</p>')
@@ -88,14 +87,14 @@ def _head(f: "Finding") -> str:
             f'<span class="family">({escape(f.family)})</span>{conf}')
 
 
-def _root(f: "Finding", by_id: dict, report: "Report") -> str:
+def _root(f: "Finding", report: "Report") -> str:
     out = [f'<article class="root" id="root-{escape(f.id)}"><h3>{_head(f)}</h3>',
            f'<p class="message">{escape(f.message)}</p>', f'<p class="at">at {escape(f.location.text())}</p>',
            _evidence(f)]
     if f.explains:
         out.append(f'<h4>explains {plural(len(f.explains), "symptom")}: the wait-for graph</h4>'
                    '<p class="legend">an arrow runs from a symptom to what it waits for</p>')
-        out.append(f'<div class="graph-box">{graph(f, by_id)}</div>')
+        out.append(f'<div class="graph-box">{graph(f, report.listed(f.explains))}</div>')
         out.append(_symptom_list(f, report))
     out.append("</article>")
     return "".join(out)
