@@ -13,7 +13,9 @@ if no other finding explains it, where "explains" is
     absence of an event that may lie in a gap of the trace (the rule's
     ``gap``: a cut start, a ring wrap, a missing dump) is never an error or
     warning, whatever its rule or the configuration says: it is a
-    partial-trace note naming the gap.
+    partial-trace note naming the gap. A finding whose evidence lies where
+    the trace lost events (the rule's ``rests_on``: a ring wrap on that core,
+    a missing dump) keeps its severity and is of confidence partial-trace.
 
 Rules state those facts on their hits; none applies the policy itself. Kept
 apart from the engine because it is graph work on findings and integer
@@ -139,7 +141,7 @@ class Linked:
         for k, v in hit.location.items():
             if k not in LOCATION_FIELDS:
                 extra.setdefault(k, v)  # a place the Location has no field for (e.g. peer): keep it visible
-        confidence = getattr(hit.confidence, "value", hit.confidence)
+        confidence = "partial-trace" if d.partial else getattr(hit.confidence, "value", hit.confidence)
         if d.inferred:
             extra["inferred"] = list(d.inferred)
             if confidence == "certain":

@@ -33,7 +33,8 @@ class Draft:
     the trace lowers it to a note: ``analyzer.causes``, the one place that decides that);
     ``inferred`` the notes on what the trace, not the manifest, gave the rule
     (``rules.analysis.inference``); ``seq`` the first row's seq (-1: no row); ``window`` the
-    window whose view the hit's rows index.
+    window whose view the hit's rows index; ``partial``: the trace lost events where the hit
+    rests (``rules.base.Hit.rests_on``).
     """
 
     hit: "Hit"
@@ -44,6 +45,7 @@ class Draft:
     inferred: tuple[str, ...] = ()
     seq: int = -1
     window: Any = None
+    partial: bool = False
 
     @property
     def code(self) -> str:

@@ -220,7 +220,8 @@ def _draft(hit: "Hit", fixed: tuple, trace: "TraceView", loc: dict[str, Any],
         source = trace.manifest.site_text(site)
     place = (loc.get("rank"), loc.get("core"), loc.get("launch"), loc.get("region"), loc.get("offset"), site, source)
     severity = configured or (hit.severity.value if hit.severity else None) or default_severity
-    return Draft(hit, rule, family, severity, place, inferred, seq, window)
+    partial = bool(hit.rests_on) and trace.lost_at(hit.rests_on)
+    return Draft(hit, rule, family, severity, place, inferred, seq, window, partial)
 
 
 def _value(v: Any) -> str:

@@ -83,10 +83,9 @@ def hits_by_site(rule, trace, rows: np.ndarray, describe, role: str, extra=None)
         msg, conf = describe(r, d)
         if len(g) > 1:
             msg += f"; {len(g)} such operations from this site"
-        conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or conf
         yield rule.hit(msg, rows=((role, r),) + ((("last of the group", int(g[-1])),) if len(g) > 1 else ()),
                        key=(d["rank"], d["core"], d["seq"]), confidence=conf,
-                       extra={"operations": int(len(g)), **(extra(r) if extra else {})})
+                       rests_on=((d["rank"], d["core"]),), extra={"operations": int(len(g)), **(extra(r) if extra else {})})
 
 
 def over(trace, mapped: np.ndarray, row: int) -> str:

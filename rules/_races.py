@@ -45,7 +45,7 @@ def race_hits(rule, trace, words: WordTable, want_before: bool, describe):
         # A barrier or the flag that orders the pair may sit in events a ring wrap or a missing
         # dump took: then the finding is a note that says so.
         gap = H.launch_gap(trace, {d["rank"], dw["rank"]}, d["launch"])
-        if gap is None and H.confidence_for(trace, ranks=(d["rank"], dw["rank"])) is not None:
+        if gap is None and trace.lost_at(((d["rank"], None), (dw["rank"], None))):
             lost = sorted((rc, k) for rc, k in trace.lost_by_core.items() if rc[0] in (d["rank"], dw["rank"]))
             gap = ", ".join(f"rank {r} core {c} lost {k} events" for (r, c), k in lost) or "a dump is missing"
         if gap:

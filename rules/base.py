@@ -58,8 +58,8 @@ class Hit:
     rule (for cause links and fingerprints); ``caused_by`` names other hits as
     (code, key).  ``location`` overrides what the first row implies.
 
-    Three statements the engine's root decision (``analyzer.causes``) reads,
-    so no rule re-applies that policy itself:
+    Statements the engine's one policy reads (``analyzer.causes``: root
+    causes and partial-trace findings), so no rule re-applies it itself:
     ``gap``: the conclusion rests on the absence of an event that may lie in
     this gap of the trace (cut start, ring wrap, missing dump); the finding is
     then a partial-trace note, never an error or warning root.
@@ -68,6 +68,9 @@ class Hit:
     ``stalls``: the (rank, core or None) places this finding says made no
     progress; where a root's ``blocks`` hold every one of them, the place is
     that root's waiter and the finding its symptom, never a second root.
+    ``rests_on``: the (rank, core or None: all its cores) places whose events
+    the finding reads; where the trace lost events there (ring wrap, missing
+    dump), the finding's confidence is partial-trace, whatever the rule set.
 
     ``defect`` names the defect within the rule, from the hit's fields, where
     one rule finds more than one kind of defect at a place (a wait whose
@@ -91,6 +94,7 @@ class Hit:
     blocks: tuple[tuple[int, int], ...] = ()
     stalls: tuple[tuple[int, int | None], ...] = ()
     defect: str = ""
+    rests_on: tuple[tuple[int, int | None], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _hits as H
 from .analysis import Producers, Stage
 from .base import Confidence, Family, Rule, Severity
 
@@ -60,7 +59,7 @@ class CountNotEncoded(Rule):
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} stored the count "
                    f"{d['value']} raw into {where}: {why}{others}; store -n-1")
             rows = (("raw count", row),) + ((("an encoded count", int(enc[0])),) if len(enc) else ())
-            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or (
-                Confidence.CERTAIN if never else Confidence.INFERRED)
+            conf = Confidence.CERTAIN if never else Confidence.INFERRED
             yield self.hit(msg, rows=rows, key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                           rests_on=((d["rank"], d["core"]),),
                            defect="count-stored-raw", extra={"peer": d["peer"], "value": d["value"], "encoded_writes": int(len(enc))})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from . import _hits as H
 from .analysis import Producers, Stage
 from .analysis.producers import channel_words
 from .base import Confidence, Family, Rule, Severity
@@ -67,7 +66,6 @@ class HeadNotReturned(Rule):
                     ("sender's tail write", h.tail_write))
             if h.head_write >= 0:
                 rows += (("consumer's last head write", h.head_write),)
-            conf = H.confidence_for(trace, cores=[(c["rank"], c["core"]), (s["rank"], s["core"])]) \
-                or Confidence.INFERRED
-            yield self.hit(msg, rows=rows, key=(c["rank"], c["core"], c["seq"]), confidence=conf,
+            yield self.hit(msg, rows=rows, key=(c["rank"], c["core"], c["seq"]), confidence=Confidence.INFERRED,
+                           rests_on=((c["rank"], c["core"]), (s["rank"], s["core"])),
                            extra={"sender": s["rank"], "need": h.need, "seen": h.seen, "returned": h.returned})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from . import _hits as H
 from .analysis import Producers, Stage
 from .base import Confidence, Family, Rule, Severity
 
@@ -64,9 +63,8 @@ class RingWrongChannel(Rule):
             msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: polls {tail}[{d['offset']}] "
                    f"(channel {', '.join(map(str, w.polled))}) but {why}: it watches another channel's tail "
                    f"than the ring it drains")
-            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.INFERRED
             rows = (("poll of the other channel's tail", w.first),) + (
                 (("head write", w.head_write),) if w.head_write >= 0 else ())
             yield self.hit(msg, rows=rows,
-                           key=(d["rank"], d["core"], d["seq"]), confidence=conf,
-                           extra={"polled_channels": list(w.polled), "returned_channels": list(w.returned)})
+                           key=(d["rank"], d["core"], d["seq"]), confidence=Confidence.INFERRED,
+                           rests_on=((d["rank"], d["core"]),), extra={"polled_channels": list(w.polled), "returned_channels": list(w.returned)})

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-
 from . import _hits as H
 from .analysis import CoreScan, Stage, WordTable
 from .analysis import codes as C
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 
 class StaleWait(Rule):
@@ -55,7 +54,7 @@ class StaleWait(Rule):
         words = ctx.stage(WordTable)
         w, stale = words.table, words.stale_waits()
         _, e2b = ctx.stage(CoreScan).wait_pairs()
-        conf = Confidence.PARTIAL_TRACE if trace.partial else Confidence.CERTAIN
+        everyone = tuple((r, None) for r in range(trace.manifest.ranks))  # a write may come from any rank
         for e, src in zip(stale.ends.tolist(), stale.source.tolist()):
             b = int(e2b[e])
             d, ds = trace.describe(e), trace.describe(int(w.row[src]))
@@ -75,6 +74,6 @@ class StaleWait(Rule):
             # from any rank: from one whose launch is not whole too, even one the trace never shows
             # writing the word (a core cut before its first write of it, a missing dump).
             gap = H.launch_gap(trace, range(trace.manifest.ranks), int(d["launch"])) if trace.partial else None
-            weak = H.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
-            yield self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak,
+            weak = H.weakened(msg, gap) if gap else {"message": msg}
+            yield self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak, rests_on=everyone,
                            extra={"observed": d["observed"], "written_launch": ds["launch"]})

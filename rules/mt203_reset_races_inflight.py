@@ -192,13 +192,12 @@ class ResetRacesInflight(Rule):
                    f"{dx['rank']} core {dx['core']}'s {dx['engine']} {dx['kind']} to it (launch {dx['launch']}, seq "
                    f"{dx['seq']}), which no {dx['engine']} quiet completed before {where}: it can land after "
                    f"the reset")
-            conf = H.confidence_for(trace, ranks=[dx["rank"]]) or Confidence.INFERRED
             cause = unquieted.get(_group_of(trace, x))
             if cause is not None:
                 msg += " (the atomic was relied on before its quiet: MT404)"
             yield self.hit(msg, rows=(("reset", r), ("in-flight write", x)),
-                           key=(d["rank"], d["core"], d["seq"]), confidence=conf,
-                           caused_by=(("MT404", cause),) if cause is not None else (),
+                           key=(d["rank"], d["core"], d["seq"]), confidence=Confidence.INFERRED,
+                           rests_on=((dx["rank"], None),), caused_by=(("MT404", cause),) if cause is not None else (),
                            extra={"writer": dx["rank"], "engine": dx["engine"]})
 
 

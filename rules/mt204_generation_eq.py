@@ -6,7 +6,6 @@ import numpy as np
 
 from ingest.contract import Cmp, Outcome
 
-from . import _hits as H
 from ._jit import kernel
 from .analysis import CoreScan, Stage, WordTable
 from .analysis import codes as C
@@ -125,7 +124,7 @@ class GenerationEq(Rule):
         msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: wait {d['region']}[{d['offset']}] eq "
                f"{d['value']} {state} while the word already holds {held}, beyond the target: a peer is "
                f"ahead and == never holds again; compare with ge")
-        conf = H.confidence_for(trace, ranks=range(trace.manifest.ranks)) or Confidence.CERTAIN
-        return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+        return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=Confidence.CERTAIN,
+                        rests_on=tuple((r, None) for r in range(trace.manifest.ranks)),
                         severity=Severity.ERROR, blocks=((d["rank"], d["core"]),),
                         extra={"target": d["value"], "held": held})

@@ -60,12 +60,12 @@ class CountKeptAcrossLaunches(Rule):
                    f"still holds what rank {w['rank']} wrote in launch {k.written} ({w['kind']} {w['value']}): "
                    f"nothing cleaned it in launch {launch - 1} or {launch}, so the poll reads a count from "
                    f"{launch - k.written} launches ago; {len(words)} word(s) of {name} kept so")
-            conf = H.confidence_for(trace, cores=[(rank, d["core"])]) or Confidence.INFERRED
             # "Nothing cleaned it" is an absence: any rank may clean the word, in either launch, so
             # a gap in those launches anywhere may hold the clean (a ring wrap, a missing dump).
             everyone = range(trace.manifest.ranks)
             gap = (H.launch_gap(trace, everyone, launch - 1) or H.launch_gap(trace, everyone, launch)) \
                 if trace.partial else None
             yield self.hit(msg, rows=(("poll satisfied by the kept count", k.wait), ("the kept write", k.write)),
-                           key=(rank, d["core"], d["seq"]), confidence=conf, gap=gap,
+                           key=(rank, d["core"], d["seq"]), confidence=Confidence.INFERRED, gap=gap,
+                           rests_on=((rank, d["core"]),),
                            extra={"words": words, "written_in_launch": k.written})

@@ -6,11 +6,10 @@ import numpy as np
 
 from ingest.contract import PipeEvent, PipeOp
 
-from . import _hits as H
 from ._jit import kernel
 from .analysis import HappensBefore, Stage
 from .analysis import codes as C
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 K_BEGIN, K_PUT, K_GET, K_AMODE, K_PIPE = C.K_BEGIN, C.K_PUT, C.K_GET, C.K_AMODE, C.K_PIPE
 E_MTE, OP_ADD = C.E_MTE, C.OP_ADD
@@ -108,7 +107,6 @@ class AtomicNoneUndrained(Rule):
                    f"while the MTE3 {dw['kind']} into {dest} at seq {dw['seq']} (issued under the add mode "
                    f"of seq {int(trace['seq'][o])}) may still be in flight; no wait_flag mte3_s or "
                    f"pipe_barrier in between, so it can land as a plain store")
-            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("atomic none", r), ("undrained write", w), ("atomic add", o)),
-                           key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                           key=(d["rank"], d["core"], d["seq"]), rests_on=((d["rank"], d["core"]),),
                            severity=None if sev is self.severity else sev)

@@ -8,7 +8,7 @@ from . import _hits as H
 from ._jit import kernel
 from .analysis import HappensBefore, Stage
 from .analysis import codes as C
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 K_BEGIN, K_END, K_AMO = C.K_BEGIN, C.K_END, C.K_AMO
 K_SIGNAL, K_PUTSIG, K_WBEGIN, K_BBEGIN = C.K_SIGNAL, C.K_PUTSIG, C.K_WBEGIN, C.K_BBEGIN
@@ -111,7 +111,6 @@ class AmoUsedBeforeQuiet(Rule):
                    f"{d['value']} to rank {d['peer']} {d['region']}[{d['offset']}] at seq {d['seq']} is relied on "
                    f"by the {du['kind']} at seq {du['seq']} before any {d['engine']} quiet: the atomic may "
                    f"not have reached the peer yet{more}")
-            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
             rows = (("unquieted amo", a), ("use", u)) + ((("last amo of the group", int(g[-1])),) if len(g) > 1 else ())
-            yield self.hit(msg, rows=rows, key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+            yield self.hit(msg, rows=rows, key=(d["rank"], d["core"], d["seq"]), rests_on=((d["rank"], d["core"]),),
                            extra={"amos": int(len(g)), "peers": sorted(set(trace["peer"][g].tolist()))})

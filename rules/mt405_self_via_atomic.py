@@ -7,7 +7,7 @@ import numpy as np
 from . import _hits as H
 from .analysis import CoreScan, Stage
 from .analysis import codes as C
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 
 class SelfViaAtomic(Rule):
@@ -54,6 +54,6 @@ class SelfViaAtomic(Rule):
                    f"{d['region']}[{d['offset']}] into {d['local_region']}[{d['local_offset']}] at seq {d['seq']} "
                    f"inside the atomic-add window opened at seq {int(trace['seq'][o])}: the self "
                    f"contribution is added through the atomic path (double counted){more}")
-            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("self get", r), ("atomic add", o)),
-                           key=(d["rank"], d["core"], d["seq"]), confidence=conf, extra={"gets": int(len(g))})
+                           key=(d["rank"], d["core"], d["seq"]), rests_on=((d["rank"], d["core"]),),
+                           extra={"gets": int(len(g))})

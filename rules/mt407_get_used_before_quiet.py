@@ -14,7 +14,7 @@ from .analysis import CoreScan, HappensBefore, Stage
 from .analysis import codes as C
 from .analysis import regions as R
 from .analysis.groups import group_columns
-from .base import Confidence, Family, Rule, Severity, hits_of
+from .base import Family, Rule, Severity, hits_of
 
 K_BEGIN, K_END, K_GET, K_QUIET, K_PIPE, K_WRITE = C.K_BEGIN, C.K_END, C.K_GET, C.K_QUIET, C.K_PIPE, C.K_WRITE
 K_SIGNAL, K_PUTSIG, K_BBEGIN, K_WBEGIN = C.K_SIGNAL, C.K_PUTSIG, C.K_BBEGIN, C.K_WBEGIN
@@ -216,13 +216,13 @@ class GetUsedBeforeQuiet(Rule):
                f"{d['region']}[{d['offset']}] into {d['local_region']}[{d['local_offset']}] at seq {d['seq']} "
                f"is used by the {what} at seq {du['seq']} before it completed; {why}: the data may not have "
                f"landed{more}")
-        conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
         pairs = [[int(seq[x]), int(seq[use[x]])] for x in gs[:_SHOW]]
         # A get into a destination it refills is legitimate in an atomic-add window: where the
         # launch's start is lost, the window's opening may be in the gap.
         gap = H.core_gap(trace, d["rank"], d["core"], d["launch"])
-        weak = H.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
+        weak = H.weakened(msg, gap) if gap else {"message": msg}
         return self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak,
+                        rests_on=((d["rank"], d["core"]),),
                         caused_by=_bulk_atomic_cause(trace, g),
                         extra={"engine": d["engine"], "gets": int(len(gs)), "pairs": pairs})
 

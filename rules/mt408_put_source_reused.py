@@ -13,7 +13,7 @@ from .analysis import HappensBefore, Stage
 from .analysis import codes as C
 from .analysis import regions as R
 from .analysis.groups import group_columns
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 K_BEGIN, K_PUT, K_PUTSIG, K_GET, K_WRITE = C.K_BEGIN, C.K_PUT, C.K_PUTSIG, C.K_GET, C.K_WRITE
 K_SIGNAL, K_AMO = C.K_SIGNAL, C.K_AMO
@@ -181,9 +181,8 @@ class PutSourceReused(Rule):
                    f"{dp['region']}[{dp['offset']}] at seq {dp['seq']} {why}: the peer may receive the new "
                    f"contents{more}")
             cores = sorted({(d["rank"], d["core"]), (dp["rank"], dp["core"])})
-            conf = H.confidence_for(trace, cores=cores) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("overwrite", r), ("put", p)), key=(d["rank"], d["core"], d["seq"]),
-                           confidence=conf, extra={"overwrites": int(len(g))})
+                           rests_on=tuple(cores), extra={"overwrites": int(len(g))})
 
     @staticmethod
     def _cross_core(trace, order, sourced, source: Span, target: Span, out):

@@ -10,7 +10,7 @@ from ._jit import kernel
 from .analysis import HappensBefore, Stage
 from .analysis import codes as C
 from .analysis.groups import group_columns
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 K_BEGIN, K_AMO = C.K_BEGIN, C.K_AMO
 K_PUT, K_GET, K_PUTSIG = C.K_PUT, C.K_GET, C.K_PUTSIG
@@ -141,9 +141,8 @@ class ConcurrentRmaAmo(Rule):
                    f"PE at seq {do['seq']} is still outstanding ({between}): {eng} does not support "
                    f"concurrent RMA and AMO to one PE{more}")
             cores = sorted({(d["rank"], d["core"]), (do["rank"], do["core"])})
-            conf = H.confidence_for(trace, cores=cores) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("issued", r), ("outstanding", o)), key=(d["rank"], d["core"], d["seq"]),
-                           confidence=conf, extra={"operations": int(len(g))})
+                           rests_on=tuple(cores), extra={"operations": int(len(g))})
 
     @staticmethod
     def _across_cores(trace, hb, transport, out):

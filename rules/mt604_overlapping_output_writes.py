@@ -17,7 +17,7 @@ from .analysis import CoreScan, HappensBefore, Stage
 from .analysis import codes as C
 from .analysis import regions as R
 from .analysis.groups import group_columns
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 K_WRITE, K_GET, K_PUT, K_PUTSIG = C.K_WRITE, C.K_GET, C.K_PUT, C.K_PUTSIG
 
@@ -137,9 +137,8 @@ class OverlappingOutputWrites(Rule):
                    f"{d['core']} (seq {d['seq']}, {d['kind']}) both write {H.region_name(trace, region)}"
                    f"[{off}:{off + hi - lo}] of rank {owner} with no atomic mode and no barrier between them: "
                    f"the later write overwrites the other core's result")
-            conf = H.confidence_for(trace, ranks=[d["rank"]]) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("write", r), ("overlapping write", o)),
-                           key=(d["rank"], d["core"], d["seq"]), confidence=conf,
+                           key=(d["rank"], d["core"], d["seq"]), rests_on=((d["rank"], None),),
                            extra={"elements": hi - lo, "cores": sorted((d["core"], do["core"]))})
 
 

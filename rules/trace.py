@@ -181,6 +181,14 @@ class TraceView:
     def lost_by_core(self) -> dict[tuple[int, int], int]:
         return {(c.rank, c.core): c.missing for c in self.report.cores if c.missing}
 
+    def lost_at(self, places) -> bool:
+        """Did the trace lose events at any of ``places`` ((rank, core), or (rank, None): any core
+        of the rank) to ring wrap, or is the rank's dump missing?"""
+        lost = self.lost_by_core
+        missing = set(self.report.ranks_missing)
+        lost_ranks = {r for r, _ in lost}
+        return any(r in missing or (r in lost_ranks if c is None else (r, c) in lost) for r, c in places)
+
     @property
     def ranks_missing(self) -> list[int]:
         return list(self.report.ranks_missing)

@@ -130,6 +130,40 @@ def test_gaps_are_reported(tmp_path):
     assert not complete.trace.partial and complete.trace.gap_lines() == []
 
 
+def test_a_finding_resting_where_events_were_lost_is_partial_trace(tmp_path):
+    """The engine, not the rule, makes a finding partial-trace where the trace lost events at a place
+    its hit ``rests_on`` (ring wrap on that core, or any core of a rank named whole); elsewhere the
+    rule's confidence stands, and the gap policy (a note) is not applied: the evidence is there."""
+
+    class Resting(PlainWrite):
+        def check(self, trace, ctx):
+            for h in super().check(trace, ctx):
+                rank, core = h.key[0], h.key[1]
+                yield replace(h, rests_on=((rank, core),) if rank != 1 else ((rank, None),))
+
+    import json
+
+    from _diag_helpers import MANIFEST
+
+    from ingest.run import ingest
+
+    evs = [{"rank": r, "core": c, "seq": s, "ts": 10 * s, "launch": 0, "kind": kind, **kw}
+           for r in range(4) for c in range(2) for s, (kind, kw) in enumerate((
+               ("kernel_begin", {"name": "combine"}), ("write", {"region": "payload", "offset": 2 * c, "nbytes": 4,
+                                                                 "value": 7}), ("kernel_end", {"name": "combine"})))]
+    ingest([write_trace(tmp_path / "raw", evs, {**MANIFEST, "cores": 2})], tmp_path / "ds")
+    doc = json.loads((tmp_path / "ds" / "ingest.json").read_text())
+    for c in doc["cores"]:  # the JSONL reader never loses events: state the gaps as a ring dump would
+        c["lost"] = {(2, 0): 7, (1, 1): 3}.get((c["rank"], c["core"]), 0)
+    (tmp_path / "ds" / "ingest.json").write_text(json.dumps(doc))
+    rep = diagnose(tmp_path / "ds", rules=[Resting])
+    by_place = {(f.location.rank, f.location.core): f for f in rep.findings}
+    assert len(by_place) == 8 and all(f.severity == "warning" for f in by_place.values())
+    for (rank, core), f in by_place.items():
+        assert (f.confidence == "partial-trace") == ((rank, core) == (2, 0) or rank == 1), (rank, core)
+    assert any(f.confidence == "certain" for f in by_place.values())
+
+
 def test_missing_rank_is_a_gap(tmp_path):
     evs = [e for e in events() if e["rank"] != 3]
     from ingest.run import ingest
