@@ -60,19 +60,21 @@ def described(trace, rows: np.ndarray, names: tuple[str, ...]) -> dict[str, list
             out[name] = values
             continue
         spec = COLUMN[name]
-        shown = _shown(spec, trace.declared.regions)
+        shown, null = _shown(spec, trace.declared.regions), spec.numpy_null
         carried = {k: name in ("ts", "launch") + FIELDS[k][0] + FIELDS[k][1] + COMMON_OPTIONAL for k in set(kinds)}
-        out[name] = [shown(v) if carried[k] and v != spec.numpy_null else None for k, v in zip(kinds, values)]
+        kept = [v if carried[k] and v != null else None for k, v in zip(kinds, values)]
+        out[name] = kept if shown is None else [None if v is None else shown(v) for v in kept]
     return out
 
 
 def _shown(spec, regions):
-    """How describe shows a non-null value of column ``spec``: enums by wire name, regions by name."""
+    """How describe shows a non-null value of column ``spec``: enums by wire name, regions by name
+    (None: as it is)."""
     if spec.enum is not None:
         return lambda v: spec.enum(v).wire
     if spec.ref == "region":
         return lambda v: regions[v].name
-    return lambda v: v
+    return None
 
 
 def confidence_for(trace, ranks=(), cores=()):
