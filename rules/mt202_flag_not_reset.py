@@ -111,7 +111,7 @@ class FlagNotReset(Rule):
         # A hit can name thousands of words: only the first _SHOW rows and offsets become Python values.
         last_rows = w.row[members]
         rows += [("last write", int(r)) for r in _first_distinct(last_rows, _SHOW).tolist()]
-        written = _distinct(last_rows)
+        written = _distinct(last_rows)  # the group's last writes, once each
         nwords = len(members)
         # trace.decode_key's offset of the members shown.
         rest = w.key_of(members[:_SHOW]) % trace.manifest.words_per_rank

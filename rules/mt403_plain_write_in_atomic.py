@@ -54,10 +54,11 @@ class PlainWriteInAtomic(Rule):
         named = ("rank", "core", "launch", "kind", "region", "offset", "nbytes", "seq")
         d = H.described(trace, first, named)
         confidence: dict = {}  # per (rank, core)
-        for r, o, seq_o, n, rank, core, launch, kind, region, offset, nbytes, seq in zip(
-                first.tolist(), opened.tolist(), trace["seq"][opened].tolist(), writes.tolist(), *(d[f] for f in named)):
+        columns = (first.tolist(), opened.tolist(), trace["seq"][opened].tolist(), writes.tolist(),
+                   *(d[f] for f in named))
+        for r, o, seq_o, n, rank, core, launch, kind_name, region, offset, nbytes, seq in zip(*columns):
             more = f"; {n} writes from this site in the window" if n > 1 else ""
-            msg = (f"rank {rank} core {core} launch {launch}: {kind} to "
+            msg = (f"rank {rank} core {core} launch {launch}: {kind_name} to "
                    f"{region}[{offset}] ({nbytes} B) at seq {seq} inside the "
                    f"atomic-add window opened at seq {seq_o}: it adds instead of overwriting{more}")
             if (rank, core) not in confidence:
