@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ingest.contract import COLUMN, COMMON_OPTIONAL, FIELDS, Kind
+
 from .analysis.groups import group_columns
 
 
@@ -26,6 +28,53 @@ def groups(rows: np.ndarray, *ident: np.ndarray) -> list[np.ndarray]:
     bounds = np.searchsorted(inv[order], np.arange(len(first) + 1))
     parts = [rows[order[bounds[g]:bounds[g + 1]]] for g in range(len(first))]
     return [parts[g] for g in np.argsort(first, kind="stable")]
+
+
+def group_heads(rows: np.ndarray, *ident: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``groups``' groups as each one's first row and its size, in the same order: for a rule that
+    names only those, no array per group."""
+    if not len(rows):
+        return rows[:0], np.zeros(0, np.intp)
+    _, first, _, counts = group_columns([np.asarray(c, np.int64) for c in ident])
+    order = np.argsort(first, kind="stable")
+    return rows[first[order]], counts[order]
+
+
+def described(trace, rows: np.ndarray, names: tuple[str, ...]) -> dict[str, list]:
+    """Per column name, ``trace.describe(r).get(name)`` for each of ``rows``, as one list: None where
+    describe leaves the field out (null, or not a field of the row's kind), enums by their wire
+    name, regions by name. One gather per column: describe costs tens of microseconds a row, and
+    a rule may name thousands. Numeric columns only; names are column names (a JSON name differs
+    only for pipe_sync's op)."""
+    rows = np.asarray(rows, np.int64)
+    codes = trace["kind"][rows].tolist()
+    kind_of = {c: Kind(c) for c in set(codes)}
+    kinds = [kind_of[c] for c in codes]
+    out: dict[str, list] = {}
+    for name in names:
+        if name == "kind":
+            out[name] = [k.wire for k in kinds]
+            continue
+        values = trace[name][rows].tolist()
+        if name in ("rank", "core", "seq"):  # describe names these whatever they hold
+            out[name] = values
+            continue
+        spec = COLUMN[name]
+        shown, null = _shown(spec, trace.declared.regions), spec.numpy_null
+        carried = {k: name in ("ts", "launch") + FIELDS[k][0] + FIELDS[k][1] + COMMON_OPTIONAL for k in set(kinds)}
+        kept = [v if carried[k] and v != null else None for k, v in zip(kinds, values)]
+        out[name] = kept if shown is None else [None if v is None else shown(v) for v in kept]
+    return out
+
+
+def _shown(spec, regions):
+    """How describe shows a non-null value of column ``spec``: enums by wire name, regions by name
+    (None: as it is)."""
+    if spec.enum is not None:
+        return lambda v: spec.enum(v).wire
+    if spec.ref == "region":
+        return lambda v: regions[v].name
+    return None
 
 
 def confidence_for(trace, ranks=(), cores=()):

@@ -7,6 +7,7 @@ import numpy as np
 from . import _hits as H
 from .analysis import HappensBefore, Options, Stage
 from .analysis import codes as C
+from .analysis.groups import group_columns
 from .base import Confidence, Family, Rule, Severity, hits_of
 
 _SHOW = 8  # (flag, put) pairs named in a group's extra
@@ -67,41 +68,76 @@ class SignalBeforePayload(Rule):
             return
         members = np.argsort(u.group, kind="stable")  # flag indices grouped, row order within
         bounds = np.searchsorted(u.group[members], np.arange(len(u.first) + 1))
-        for gid in range(len(u.first)):
-            fl = u.flags[members[bounds[gid]:bounds[gid + 1]]]
-            yield self._hit(trace, u, fl)
-
-    def _hit(self, trace, u, fl):
-        f = int(fl[0])
-        p, q = int(u.hit_put[f]), int(u.hit_q[f])
-        d, dp = trace.describe(f), trace.describe(p)
-        rows = [("flag write", f), ("outstanding put", p)]
-        why = f"no quiet or fence of engine {dp['engine']} in between"
-        if q >= 0:
-            rows.append(("quiet of another engine", q))
-            dq = trace.describe(q)
-            named = f"{dq['kind']} {dq.get('engine', 'all')}" + (f" peer {dq['peer']}" if "peer" in dq else "")
-            why = f"the {named} at seq {dq['seq']} does not cover it"
+        # A group can hold many flag writes (a loop of signals): what a hit names of them is worked
+        # out for all groups at once, and what it names of one row is read a column at a time (not
+        # trace.describe, nor a numpy scalar, per hit). Per group: its first flag write, that one's
+        # outstanding put and the quiet of another engine (row 0 stands in where there is none:
+        # never read), its last flag write, its sites, its peers and its first (flag, put) seq pairs.
+        flags, count = u.flags[members], len(u.first)
+        heads, lasts = flags[bounds[:-1]], flags[bounds[1:] - 1]
+        put, quiet = u.hit_put[heads], u.hit_q[heads]
         seq = trace["seq"]
-        site = trace["site"][fl].astype(np.int64)
-        sites = sorted(set(site[site != C.NULL32].tolist()))
-        more = ""
-        if len(fl) > 1:
-            rows.append(("last flag write of the group", int(fl[-1])))
-            peers = sorted(set(trace["peer"][fl].tolist()))
-            more = (f"; {len(fl)} flag writes from {len(sites)} site(s) overtake puts of this site after the "
-                    f"same missing drain (to rank(s) {', '.join(map(str, peers))}, seq "
-                    f"{int(seq[fl[0]])}..{int(seq[fl[-1]])})")
-        msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} to rank {d['peer']} "
-               f"{d.get('region')}[{d.get('offset')}] at seq {d['seq']} while the {dp['engine']} put "
-               f"{dp['region']}[{dp['offset']}] ({dp.get('nbytes')} B) at seq {dp['seq']} is outstanding; {why}"
-               f"{more}")
-        conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
-        pairs = [[int(seq[x]), int(seq[u.hit_put[x]])] for x in fl[:_SHOW]]
-        together = {f, p}
-        causes = tuple(("MT603", h.key) for h in hits_of(trace, "MT603")
-                       if together & {row for _, row in h.rows})
-        return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=conf,
-                        caused_by=causes,
-                        extra={"peer": d["peer"], "put_engine": dp["engine"], "flag_writes": int(len(fl)),
-                               "flag_sites": sites, "pairs": pairs})
+        d = H.described(trace, heads, ("rank", "core", "launch", "kind", "peer", "region", "offset", "seq"))
+        dp = H.described(trace, put, ("engine", "region", "offset", "nbytes", "seq"))
+        dq = H.described(trace, np.maximum(quiet, 0), ("kind", "engine", "peer", "seq"))
+        of_group = u.group[members].astype(np.int64)
+        site = trace["site"][flags].astype(np.int64)
+        has_site = site != C.NULL32
+        sites = _distinct_per_group(of_group[has_site], site[has_site], count)
+        peers = _distinct_per_group(of_group, trace["peer"][flags].astype(np.int64), count)
+        sizes = np.diff(bounds)
+        shown = flags[np.arange(len(flags)) - np.repeat(bounds[:-1], sizes) < _SHOW]
+        pair_edges = np.concatenate(([0], np.cumsum(np.minimum(sizes, _SHOW)))).tolist()
+        pair_seqs = list(zip(seq[shown].tolist(), seq[u.hit_put[shown]].tolist()))
+        mt603 = hits_of(trace, "MT603")
+        naming = _naming(mt603)
+        confidence: dict = {}  # per (rank, core)
+        for g, (f, p, q, last, last_seq, n) in enumerate(zip(heads.tolist(), put.tolist(), quiet.tolist(),
+                                                             lasts.tolist(), seq[lasts].tolist(), sizes.tolist())):
+            rank, core = d["rank"][g], d["core"][g]
+            if (rank, core) not in confidence:
+                confidence[rank, core] = H.confidence_for(trace, cores=[(rank, core)]) or Confidence.CERTAIN
+            rows = [("flag write", f), ("outstanding put", p)]
+            why = f"no quiet or fence of engine {dp['engine'][g]} in between"
+            if q >= 0:
+                rows.append(("quiet of another engine", q))
+                engine, peer = dq["engine"][g], dq["peer"][g]
+                named = f"{dq['kind'][g]} {'all' if engine is None else engine}" + (
+                    f" peer {peer}" if peer is not None else "")
+                why = f"the {named} at seq {dq['seq'][g]} does not cover it"
+            more = ""
+            if n > 1:
+                rows.append(("last flag write of the group", last))
+                more = (f"; {n} flag writes from {len(sites[g])} site(s) overtake puts of this site after "
+                        f"the same missing drain (to rank(s) {', '.join(map(str, peers[g]))}, seq "
+                        f"{d['seq'][g]}..{last_seq})")
+            msg = (f"rank {rank} core {core} launch {d['launch'][g]}: {d['kind'][g]} to rank {d['peer'][g]} "
+                   f"{d['region'][g]}[{d['offset'][g]}] at seq {d['seq'][g]} while the {dp['engine'][g]} put "
+                   f"{dp['region'][g]}[{dp['offset'][g]}] ({dp['nbytes'][g]} B) at seq {dp['seq'][g]} is "
+                   f"outstanding; {why}{more}")
+            # In flight together with an MT603 hit's put: the MT603 hits naming the flag write or its put.
+            causes = tuple(("MT603", mt603[k].key) for k in sorted({*naming.get(f, ()), *naming.get(p, ())}))
+            yield self.hit(msg, rows=tuple(rows), key=(rank, core, d["seq"][g]), confidence=confidence[rank, core],
+                           caused_by=causes,
+                           extra={"peer": d["peer"][g], "put_engine": dp["engine"][g], "flag_writes": n,
+                                  "flag_sites": sites[g],
+                                  "pairs": [list(x) for x in pair_seqs[pair_edges[g]:pair_edges[g + 1]]]})
+
+
+def _distinct_per_group(group: np.ndarray, values: np.ndarray, count: int) -> list[list[int]]:
+    """Per group 0 .. count - 1, the distinct ``values`` of its members in ascending order
+    (``group``: each member's group): one sort for all groups."""
+    of, distinct = group_columns((group, values)).values
+    edges = np.searchsorted(of, np.arange(count + 1)).tolist()
+    distinct = distinct.tolist()
+    return [distinct[edges[g]:edges[g + 1]] for g in range(count)]
+
+
+def _naming(hits) -> dict:
+    """Row -> the indices of the ``hits`` that name it: the hits a flag write cites, found without
+    a scan of them all per flag write."""
+    out: dict = {}
+    for k, h in enumerate(hits):
+        for _, row in h.rows:
+            out.setdefault(row, []).append(k)
+    return out

@@ -48,13 +48,20 @@ class PlainWriteInAtomic(Rule):
         own = (kind == C.K_PUT) & (trace["peer"] == trace["rank"])  # both int16
         rows = np.flatnonzero((win >= 0) & ((kind == C.K_WRITE) | own))
         # One hit per (window, site): a loop of writes in one window is one misplaced copy.
-        for g in H.groups(rows, win[rows], trace["site"][rows]):
-            r, o = int(g[0]), int(win[g[0]])
-            d = trace.describe(r)
-            more = f"; {len(g)} writes from this site in the window" if len(g) > 1 else ""
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} to "
-                   f"{d.get('region')}[{d.get('offset')}] ({d.get('nbytes')} B) at seq {d['seq']} inside the "
-                   f"atomic-add window opened at seq {int(trace['seq'][o])}: it adds instead of overwriting{more}")
-            conf = H.confidence_for(trace, cores=[(d["rank"], d["core"])]) or Confidence.CERTAIN
+        first, writes = H.group_heads(rows, win[rows], trace["site"][rows])
+        opened = win[first]
+        # The fields the message names, a column at a time (not trace.describe per hit).
+        named = ("rank", "core", "launch", "kind", "region", "offset", "nbytes", "seq")
+        d = H.described(trace, first, named)
+        confidence: dict = {}  # per (rank, core)
+        columns = (first.tolist(), opened.tolist(), trace["seq"][opened].tolist(), writes.tolist(),
+                   *(d[f] for f in named))
+        for r, o, seq_o, n, rank, core, launch, kind_name, region, offset, nbytes, seq in zip(*columns):
+            more = f"; {n} writes from this site in the window" if n > 1 else ""
+            msg = (f"rank {rank} core {core} launch {launch}: {kind_name} to "
+                   f"{region}[{offset}] ({nbytes} B) at seq {seq} inside the "
+                   f"atomic-add window opened at seq {seq_o}: it adds instead of overwriting{more}")
+            if (rank, core) not in confidence:
+                confidence[rank, core] = H.confidence_for(trace, cores=[(rank, core)]) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("plain write", r), ("atomic add", o)),
-                           key=(d["rank"], d["core"], d["seq"]), confidence=conf, extra={"writes": int(len(g))})
+                           key=(rank, core, seq), confidence=confidence[rank, core], extra={"writes": n})

@@ -88,25 +88,44 @@ class CountMismatch(Rule):
         both = (last_a >= 0) & (last_b >= 0) & (va != vb)
         only_a = (last_a >= 0) & (last_b < 0) & (va != 0)
         only_b = (last_a < 0) & (last_b >= 0) & (vb != 0)
-        for gi in np.flatnonzero(both | only_a | only_b):
-            L, i, j, e = (int(x) for x in uniq[:, gi])
-            a, b = int(last_a[gi]), int(last_b[gi])
-            conf = Confidence.CERTAIN
-            # One side recorded nothing: an absence, which a lost ring part or dump may explain.
-            gap = None if a >= 0 and b >= 0 else H.launch_gap(trace, [j if a >= 0 else i], L)
+        sel = np.flatnonzero(both | only_a | only_b)
+        # A trace can have millions of mismatches: each column of the selected groups becomes Python
+        # ints in one gather (not a numpy scalar per field per hit), and what depends only on the
+        # (launch, sender, receiver) of a hit, not its expert, is worked out once per such triple.
+        a_rows, b_rows = last_a[sel], last_b[sel]
+        first = np.where(a_rows >= 0, a_rows, b_rows)
+        seq = trace["seq"]
+        columns = (*uniq[:, sel].tolist(), a_rows.tolist(), b_rows.tolist(), va[sel].tolist(), vb[sel].tolist(),
+                   seq[np.maximum(a_rows, 0)].tolist(), seq[np.maximum(b_rows, 0)].tolist(),
+                   rank[first].tolist(), trace["core"][first].tolist(), seq[first].tolist())
+        gaps: dict = {}
+        explained: dict = {}
+
+        def gap_of(silent: int, launch: int) -> str | None:
+            if (silent, launch) not in gaps:
+                gaps[silent, launch] = H.launch_gap(trace, [silent], launch)
+            return gaps[silent, launch]
+
+        for L, i, j, e, a, b, v_a, v_b, seq_a, seq_b, *key in zip(*columns):
             if a >= 0 and b >= 0:
-                said = f"rank {i} announced {int(va[gi])} rows to rank {j} (seq {int(trace['seq'][a])})"
-                heard = f"rank {j} received requested={int(vb[gi])} from rank {i} (seq {int(trace['seq'][b])})"
+                side, gap, conf = "both", None, Confidence.CERTAIN
+                said = f"rank {i} announced {v_a} rows to rank {j} (seq {seq_a})"
+                heard = f"rank {j} received requested={v_b} from rank {i} (seq {seq_b})"
+                rows = (("announced count", a), ("deliver", b))
+            # One side recorded nothing: an absence, which a lost ring part or dump may explain.
             elif a >= 0:
+                side, gap = "not-received", gap_of(j, L)
                 if j in missing or gap:
                     conf = Confidence.PARTIAL_TRACE
                 elif (L, j) in received:
                     conf = Confidence.INFERRED
                 else:
                     continue  # j recorded no deliveries at all this launch: nothing to compare
-                said = f"rank {i} announced {int(va[gi])} rows to rank {j} (seq {int(trace['seq'][a])})"
+                said = f"rank {i} announced {v_a} rows to rank {j} (seq {seq_a})"
                 heard = f"rank {j} recorded no delivery from rank {i}"
+                rows = (("announced count", a),)
             else:
+                side, gap = "not-announced", gap_of(i, L)
                 if i in missing or gap:
                     conf = Confidence.PARTIAL_TRACE
                 elif (L, i) in announced:
@@ -114,24 +133,31 @@ class CountMismatch(Rule):
                 else:
                     continue
                 said = f"rank {i} announced nothing to rank {j}"
-                heard = f"rank {j} received requested={int(vb[gi])} from rank {i} (seq {int(trace['seq'][b])})"
-            rows = tuple(x for x in (("announced count", a), ("deliver", b)) if x[1] >= 0)
-            first = rows[0][1]
-            msg = f"launch {L} local expert {e}: {said}, but {heard}"
+                heard = f"rank {j} received requested={v_b} from rank {i} (seq {seq_b})"
+                rows = (("deliver", b),)
             # Not a root of its own when the receiver's counter was never reset, or a copy meant
             # for another peer landed here: the count then differs by what those left behind.
-            causes = _count_causes(ix, L, i, j, silent=None if a >= 0 and b >= 0 else (j if a >= 0 else i))
-            if causes:
-                msg += " (" + "; ".join(_CAUSE_TEXT[c] for c in dict.fromkeys(c for c, _ in causes)) + ")"
-            weak = H.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
             # One defect per side that recorded the count and per kind of cause that explains it.
-            side = "both" if a >= 0 and b >= 0 else ("not-received" if a >= 0 else "not-announced")
-            defect = "+".join([side, *sorted({c for c, _ in causes})])
-            yield self.hit(rows=rows, caused_by=causes, defect=defect, **weak,
-                           key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
+            if (L, i, j, side) not in explained:
+                explained[L, i, j, side] = _explained(ix, L, i, j, side)
+            causes, why, defect = explained[L, i, j, side]
+            msg = f"launch {L} local expert {e}: {said}, but {heard}{why}"
+            weak = H.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
+            yield self.hit(rows=rows, caused_by=causes, defect=defect, **weak, key=tuple(key),
                            extra={"launch": L, "sender": i, "receiver": j, "local_expert": e,
-                                  "announced": int(va[gi]) if a >= 0 else None,
-                                  "requested": int(vb[gi]) if b >= 0 else None})
+                                  "announced": v_a if a >= 0 else None,
+                                  "requested": v_b if b >= 0 else None})
+
+
+def _explained(ix: dict, launch: int, sender: int, receiver: int, side: str) -> tuple[tuple, str, str]:
+    """A mismatch's causes, the message's note naming them, and its defect, from the side(s) that
+    recorded the count ("both", "not-received": only the sender, "not-announced": only the receiver)."""
+    silent = {"both": None, "not-received": receiver, "not-announced": sender}[side]
+    causes = _count_causes(ix, launch, sender, receiver, silent=silent)
+    why = ""
+    if causes:
+        why = " (" + "; ".join(_CAUSE_TEXT[c] for c in dict.fromkeys(c for c, _ in causes)) + ")"
+    return causes, why, "+".join([side, *sorted({c for c, _ in causes})])
 
 
 def _count_causes(ix: dict, launch: int, sender: int, receiver: int, silent: int | None = None) -> tuple:
