@@ -74,10 +74,14 @@ def break_cycles(causes: list[list[int]], order_rank: Sequence[int]) -> dict[int
 def explained(causes: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each node, every node that reaches it through cause edges, with its distance (1 = direct):
     (starts, nodes, depths) in CSR form, each row in the order a breadth-first walk finds them."""
-    from ._cause_kernels import reach, reach_counts
+    from ._cause_kernels import reach
 
     starts, targets = reversed_csr(*csr(causes))  # cause -> its direct symptoms
+    none = np.zeros(0, np.int64)
+    counts = np.zeros(len(starts) - 1, np.int64)
+    reach(False, starts, targets, none, none, none, counts)
     out_starts = np.zeros(len(starts), np.int64)
-    np.cumsum(reach_counts(starts, targets), out=out_starts[1:])
-    nodes, depths = reach(starts, targets, out_starts)
+    np.cumsum(counts, out=out_starts[1:])
+    nodes, depths = np.empty(out_starts[-1], np.int64), np.empty(out_starts[-1], np.int64)
+    reach(True, starts, targets, out_starts, nodes, depths, counts)
     return out_starts, nodes, depths

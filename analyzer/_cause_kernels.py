@@ -41,70 +41,41 @@ def on_or_behind_cycles(starts: np.ndarray, targets: np.ndarray) -> np.ndarray:
 
 
 @kernel
-def reach_counts(starts: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Per node, how many other nodes its edges reach, transitively (``reach``'s row lengths)."""
-    n = len(starts) - 1
-    seen = np.full(n, -1, np.int64)
-    frontier = np.empty(max(len(targets), 1), np.int64)
-    out = np.zeros(n, np.int64)
-    for v in range(n):
-        if starts[v] == starts[v + 1]:
-            continue
-        seen[v] = v
-        count = 0
-        tail = 0
-        for e in range(starts[v], starts[v + 1]):
-            w = targets[e]
-            if seen[w] != v:
-                seen[w] = v
-                frontier[tail] = w
-                tail += 1
-        head = 0
-        while head < tail:
-            s = frontier[head]
-            head += 1
-            count += 1
-            for e in range(starts[s], starts[s + 1]):
-                w = targets[e]
-                if seen[w] != v:
-                    seen[w] = v
-                    frontier[tail] = w
-                    tail += 1
-        out[v] = count
-    return out
-
-
-@kernel
-def reach(starts: np.ndarray, targets: np.ndarray, out_starts: np.ndarray) -> tuple:
+def reach(fill: bool, starts: np.ndarray, targets: np.ndarray, out_starts: np.ndarray,
+          nodes: np.ndarray, depths: np.ndarray, counts: np.ndarray) -> None:
     """Every node's reach, breadth first: the nodes (other than itself) its edges lead to,
     transitively, each once, in the order first found, with its distance (1: a direct edge).
-    ``out_starts`` is the exclusive cumulative sum of ``reach_counts``."""
+    Called twice: without ``fill`` it writes each node's count to ``counts``; with it, the nodes and
+    distances to ``nodes`` / ``depths`` from ``out_starts`` (the counts' exclusive cumulative sum)."""
     n = len(starts) - 1
     seen = np.full(n, -1, np.int64)
-    nodes = np.empty(out_starts[n], np.int64)
-    depth = np.empty(out_starts[n], np.int64)
+    queue = np.empty(max(len(targets), 1), np.int64)  # each node found once per walk, by an edge
+    level = np.empty(max(len(targets), 1), np.int64)
     for v in range(n):
         if starts[v] == starts[v + 1]:
             continue
         seen[v] = v
-        tail = out_starts[v]
+        head = tail = 0
         for e in range(starts[v], starts[v + 1]):
             w = targets[e]
             if seen[w] != v:
                 seen[w] = v
-                nodes[tail] = w
-                depth[tail] = 1
+                queue[tail] = w
+                level[tail] = 1
                 tail += 1
-        head = out_starts[v]
         while head < tail:
-            s = nodes[head]
-            d = depth[head] + 1
+            s = queue[head]
+            d = level[head] + 1
             head += 1
             for e in range(starts[s], starts[s + 1]):
                 w = targets[e]
                 if seen[w] != v:
                     seen[w] = v
-                    nodes[tail] = w
-                    depth[tail] = d
+                    queue[tail] = w
+                    level[tail] = d
                     tail += 1
-    return nodes, depth
+        if fill:
+            nodes[out_starts[v]:out_starts[v] + tail] = queue[:tail]
+            depths[out_starts[v]:out_starts[v] + tail] = level[:tail]
+        else:
+            counts[v] = tail

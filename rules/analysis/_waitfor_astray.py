@@ -52,11 +52,16 @@ class AstrayQueries:
         else:
             surplus = _surplus(self, same, w)
         out = sorted(set(idx[wrong_slot].tolist()) | set(peer) | set(surplus))
-        for i in out:
+        self._astray(w, out)
+        return out
+
+    def _astray(self, w, writes: list[int]) -> None:
+        """Record ``writes`` (write-table indices) as gone astray from wait ``w`` (``self.wrong``, by row key)."""
+        tb = self.tables
+        for i in writes:
             key = self.key_of_row(int(tb.w_row[i]))
             entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
             entry["waits"].append(w.id)
-        return out
 
     def stray_writes(self, w, p: int) -> list[int]:
         """p's write into the slot next to w's, on w's rank in w's launch, that nobody waited on
@@ -72,10 +77,7 @@ class AstrayQueries:
         idx = [i for i in idx.tolist() if abs(int(tb.w_slot[i]) - w.slot) == 1
                and not tb.waited(int(tb.w_skey[i]), w.launch)]
         out = idx[:1]
-        for i in out:
-            key = self.key_of_row(int(tb.w_row[i]))
-            entry = self.wrong.setdefault(key, {"row": int(tb.w_row[i]), "write": i, "waits": []})
-            entry["waits"].append(w.id)
+        self._astray(w, out)
         return out
 
     def raw_count_candidates(self, w, p: int) -> list[tuple]:
