@@ -77,18 +77,6 @@ def _shown(spec, regions):
     return None
 
 
-def confidence_for(trace, ranks=(), cores=()):
-    """PARTIAL_TRACE where events of the named ranks/cores may be lost, else None."""
-    from .base import Confidence
-
-    lost = trace.lost_by_core
-    missing = set(trace.ranks_missing)
-    if any(r in missing for r in ranks) or any(rc in lost for rc in cores) \
-            or any(r == lr for r in ranks for lr, _ in lost):
-        return Confidence.PARTIAL_TRACE
-    return None
-
-
 def launch_gap(trace, ranks, launch: int) -> str | None:
     """Why ``launch`` is not whole on some of ``ranks`` (ring wrap, missing dump), else None.
 

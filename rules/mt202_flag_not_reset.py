@@ -130,8 +130,7 @@ class FlagNotReset(Rule):
                     f"landed after rank {own} took the slots it saw and reset those")
         else:
             msg += f"rank {own} should have reset them"
-        conf = H.confidence_for(trace, ranks=sorted({own, by_rank})) or Confidence.INFERRED
-        weak = {"message": msg, "confidence": conf}
+        weak = {"message": msg, "confidence": Confidence.INFERRED}
         # The reset is an absence: where the owner's (or a writer's) launch is not whole, the
         # reset, or the write order that made it unneeded, may be in the lost part of a ring.
         gap = H.launch_gap(trace, {own} | set(_distinct(trace["rank"][written]).tolist()), launch)
@@ -139,6 +138,7 @@ class FlagNotReset(Rule):
             weak = H.weakened(msg, gap)
         first = rows[0][1]
         return self.hit(rows=tuple(rows), caused_by=causes, **weak,
+                        rests_on=tuple((r, None) for r in sorted({own, by_rank})),
                         key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
                         location={"rank": own, "launch": launch, "region": H.region_name(trace, region),
                                   "offset": off0},

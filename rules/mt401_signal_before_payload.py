@@ -8,7 +8,7 @@ from . import _hits as H
 from .analysis import HappensBefore, Options, Stage
 from .analysis import codes as C
 from .analysis.groups import group_columns
-from .base import Confidence, Family, Rule, Severity, hits_of
+from .base import Family, Rule, Severity, hits_of
 
 _SHOW = 8  # (flag, put) pairs named in a group's extra
 
@@ -91,12 +91,9 @@ class SignalBeforePayload(Rule):
         pair_seqs = list(zip(seq[shown].tolist(), seq[u.hit_put[shown]].tolist()))
         mt603 = hits_of(trace, "MT603")
         naming = _naming(mt603)
-        confidence: dict = {}  # per (rank, core)
         for g, (f, p, q, last, last_seq, n) in enumerate(zip(heads.tolist(), put.tolist(), quiet.tolist(),
                                                              lasts.tolist(), seq[lasts].tolist(), sizes.tolist())):
             rank, core = d["rank"][g], d["core"][g]
-            if (rank, core) not in confidence:
-                confidence[rank, core] = H.confidence_for(trace, cores=[(rank, core)]) or Confidence.CERTAIN
             rows = [("flag write", f), ("outstanding put", p)]
             why = f"no quiet or fence of engine {dp['engine'][g]} in between"
             if q >= 0:
@@ -117,7 +114,7 @@ class SignalBeforePayload(Rule):
                    f"outstanding; {why}{more}")
             # In flight together with an MT603 hit's put: the MT603 hits naming the flag write or its put.
             causes = tuple(("MT603", mt603[k].key) for k in sorted({*naming.get(f, ()), *naming.get(p, ())}))
-            yield self.hit(msg, rows=tuple(rows), key=(rank, core, d["seq"][g]), confidence=confidence[rank, core],
+            yield self.hit(msg, rows=tuple(rows), key=(rank, core, d["seq"][g]), rests_on=((rank, core),),
                            caused_by=causes,
                            extra={"peer": d["peer"][g], "put_engine": dp["engine"][g], "flag_writes": n,
                                   "flag_sites": sites[g],

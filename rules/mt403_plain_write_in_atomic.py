@@ -7,7 +7,7 @@ import numpy as np
 from . import _hits as H
 from .analysis import CoreScan, Stage
 from .analysis import codes as C
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 
 class PlainWriteInAtomic(Rule):
@@ -53,7 +53,6 @@ class PlainWriteInAtomic(Rule):
         # The fields the message names, a column at a time (not trace.describe per hit).
         named = ("rank", "core", "launch", "kind", "region", "offset", "nbytes", "seq")
         d = H.described(trace, first, named)
-        confidence: dict = {}  # per (rank, core)
         columns = (first.tolist(), opened.tolist(), trace["seq"][opened].tolist(), writes.tolist(),
                    *(d[f] for f in named))
         for r, o, seq_o, n, rank, core, launch, kind_name, region, offset, nbytes, seq in zip(*columns):
@@ -61,7 +60,5 @@ class PlainWriteInAtomic(Rule):
             msg = (f"rank {rank} core {core} launch {launch}: {kind_name} to "
                    f"{region}[{offset}] ({nbytes} B) at seq {seq} inside the "
                    f"atomic-add window opened at seq {seq_o}: it adds instead of overwriting{more}")
-            if (rank, core) not in confidence:
-                confidence[rank, core] = H.confidence_for(trace, cores=[(rank, core)]) or Confidence.CERTAIN
             yield self.hit(msg, rows=(("plain write", r), ("atomic add", o)),
-                           key=(rank, core, seq), confidence=confidence[rank, core], extra={"writes": n})
+                           key=(rank, core, seq), rests_on=((rank, core),), extra={"writes": n})
