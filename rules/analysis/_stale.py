@@ -28,29 +28,12 @@ from ingest.contract import Outcome
 from .._jit import kernel
 from . import _passes
 from ._cache import cached
-from ._words import expand, words
+from ._reset_sync import reset_after_sync
+from ._words import words
+from ._words_table import Entries
 from .codes import K_END, K_WEND, K_WRITE, OP_SET
-from .groups import group_columns
 from .regions import region_table
 from .stages import Stage
-
-
-class Entries(NamedTuple):
-    """The word table's columns the scans read (``_words_table.Words``), as numba takes them."""
-    ck: np.ndarray            # (key, launch) per entry, ascending
-    launch_span: np.int64     # ck // launch_span: the entry's key
-    row: np.ndarray
-    phase: np.ndarray
-    kind: np.ndarray
-    op: np.ndarray
-    value: np.ndarray
-    after: np.ndarray
-    last: np.ndarray
-    region: np.ndarray
-
-    @classmethod
-    def of(cls, w) -> Entries:
-        return cls(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind, w.op, w.value, w.after, w.last, w.region)
 
 
 class Resets(NamedTuple):
@@ -113,19 +96,43 @@ def _unreset(table, resets, out):
 
 
 @kernel
-def _prev_own_reset(idx, table, rank, wpr, reset, out):
-    # Per last entry: the latest earlier entry of its (key, launch) that is the owner's reset.
-    # A backward walk per group: each group has one last entry, so the walks cover the table once.
-    wck, lspan, wrow, wkind = table.ck, table.launch_span, table.row, table.kind
-    wvalue, wregion = table.value, table.region
-    for t in range(len(idx)):
-        i = idx[t]
-        x = i - 1
-        while x >= 0 and wck[x] == wck[i]:
-            if wkind[x] == K_WRITE and rank[wrow[x]] == wck[x] // lspan // wpr and wvalue[x] == reset[wregion[x]]:
-                out[t] = x
-                break
-            x -= 1
+def _group_runs(idx, ck, lspan, words_per_rank, region, out, starts):
+    # idx ascends in table order, which sorts by key (owner, then word address) and then launch: a
+    # region is one address range, so each (owner, region) is one run of idx. Within a run, a
+    # stable sort by launch makes each launch's entries contiguous; the run's groups are then
+    # written out in order of their first entry. Returns the number of groups; starts[g] is where
+    # group g begins in out.
+    n = len(idx)
+    count = 0
+    pos = 0
+    a = 0
+    while a < n:
+        owner, reg = ck[idx[a]] // lspan // words_per_rank, region[idx[a]]
+        b = a + 1
+        while b < n and ck[idx[b]] // lspan // words_per_rank == owner and region[idx[b]] == reg:
+            b += 1
+        launch = np.empty(b - a, np.int64)
+        for t in range(a, b):
+            launch[t - a] = ck[idx[t]] % lspan
+        order = np.argsort(launch, kind="mergesort")
+        # The run's groups in launch order: each one's bounds in order, and its first entry.
+        lo = np.empty(b - a + 1, np.int64)
+        first = np.empty(b - a, np.int64)
+        groups = 0
+        for t in range(b - a):
+            if t == 0 or launch[order[t]] != launch[order[t - 1]]:
+                lo[groups] = t
+                first[groups] = order[t]  # stable: the group's first entry in table order
+                groups += 1
+        lo[groups] = b - a
+        for g in np.argsort(first[:groups]):
+            starts[count] = pos
+            count += 1
+            for t in range(lo[g], lo[g + 1]):
+                out[pos] = idx[a + order[t]]
+                pos += 1
+        a = b
+    return count
 
 
 @dataclass(frozen=True)
@@ -175,18 +182,15 @@ def unreset_index(view) -> dict[tuple[int, int, int], tuple[tuple[int, int, int]
     return cached(view, "unreset_index", build, Stage.WORD_TABLE)
 
 
-def _split(idx: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``idx`` split by the packed ``group`` id of each entry: the groups in order of their first
-    entry, each group's entries in ``idx`` order (one stable sort, split at the boundaries; a mask
-    per group would cost groups x entries). Ids spanning under 2^16 are sorted as uint16, which
-    numpy's stable sort does by radix: a third of the int64 sort's time on millions of entries."""
-    low = group.min()
-    narrow = group.max() - low < 2**16
-    order = np.argsort((group - low).astype(np.uint16) if narrow else group, kind="stable")
-    sorted_group = group[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_group[1:] != sorted_group[:-1])))
-    parts = np.split(idx[order], starts[1:])
-    return tuple(parts[g] for g in np.argsort(order[starts], kind="stable"))
+def _by_group(idx: np.ndarray, w, words_per_rank: int) -> tuple[np.ndarray, ...]:
+    """The unreset entries ``idx`` (table order) per (owner, region, launch): the groups in order of
+    their first entry, each group's entries in table order, as views of one array (millions of
+    entries: no key, owner or group-id array of their length, no sort of them all)."""
+    out = np.empty_like(idx)
+    starts = np.empty(len(idx) + 1, np.int64)
+    count = _group_runs(idx, w.ck, np.int64(w.lspan), np.int64(words_per_rank), w.region, out, starts)
+    starts[count] = len(idx)
+    return tuple(np.split(out, starts[1:count]))
 
 
 def stale_waits(view) -> StaleWaits:
@@ -237,15 +241,13 @@ def _unreset_groups(view) -> Unreset:
     if not len(idx):
         return empty
     wpr = view.manifest.words_per_rank
-    ck = w.ck[idx]  # one gather: (key, launch) -> the owner and the launch from 0
-    key = ck // w.lspan
-    owner, offset = key // wpr, ck - key * w.lspan
-    keep = ~_reset_after_sync(view, w, idx)
-    if not keep.all():  # usually all are kept: no copies of millions of entries then
-        idx, owner, offset = idx[keep], owner[keep], offset[keep]
+    keep = ~reset_after_sync(view, w, idx)
+    if not keep.all():  # usually all are kept: no copy of millions of entries then
+        idx = idx[keep]
     if not len(idx):
         return empty
-    groups = _split(idx, (owner * len(rt["reset"]) + w.region[idx]) * w.lspan + offset)
+    groups = _by_group(idx, w, wpr)
+    del idx, keep
     firsts = np.array([int(g[0]) for g in groups], np.int64)
     # Only launches the owner ran to the end: one it never reached (stuck in an earlier
     # launch, or stopped) has had no chance to consume and reset what peers sent it.
@@ -277,76 +279,3 @@ def _unreset_groups(view) -> Unreset:
         wait_row[waited] = wends[hi[waited] - 1]
     return Unreset(groups, w.key_of(firsts) // wpr, w.region[firsts].astype(np.int64),
                    w.launch_of(firsts).astype(np.int64), wait_row)
-
-
-def _reset_after_sync(trace, w, idx) -> np.ndarray:
-    """Per last entry ``idx``: an owner reset sorted before it is ordered after it through one flag sync.
-
-    The word table orders writes of different ranks by barrier phase and then
-    by row; a protocol that synchronises through flags (signal, then wait)
-    instead of barriers leaves the owner's reset and a peer's put in one phase,
-    so the row order may put the reset first. The reset follows the put when
-    the peer's core completed the put (a quiet of its engine), then wrote a
-    word the owner's core waited on, with the value the wait wanted, in the same
-    launch, and the owner reset the word after that wait ended.
-    """
-    out = np.zeros(len(idx), bool)
-    if not len(idx):
-        return out
-    kind, rank, launch = trace["kind"], trace["rank"], trace["launch"]
-    rt = region_table(trace)
-    n_e = len(w.row)
-    prev = np.full(len(idx), -1, np.int64)
-    _prev_own_reset(idx, Entries.of(w), rank, np.int64(trace.manifest.words_per_rank), rt["reset"], prev)
-    # Only an entry with such a reset can be excused: the rest of the work is for those alone
-    # (often none: on the synthetic trace, none of its 4 M unreset words).
-    c = np.flatnonzero(prev >= 0)
-    rl, rr = w.row[idx[c]], w.row[prev[c]]
-    # Another core's write: of a peer rank, or of a sibling core of the owner's (an atomic add
-    # to its own rank that core 0 resets after waiting on the sibling's done flag).
-    core = trace["core"]
-    cov = _passes.completed_at(trace)[rl]
-    ok = (w.phase[prev[c]] == w.phase[idx[c]]) & ((rank[rl] != rank[rr]) | (core[rl] != core[rr])) & (cov >= 0)
-    if not ok.any():
-        return out
-    c, rl, rr, cov = c[ok], rl[ok], rr[ok], cov[ok]
-    # Sync edges: a word write (any entry of the table) and a completed wait on that word in the
-    # same launch whose target is the value written.
-    _, e2b = _passes.wait_pairs(trace)
-    we = np.flatnonzero((kind == K_WEND) & (trace.key >= 0) & (e2b >= 0))
-    if not len(we):
-        return out
-    wck = w.ckey(trace.key[we], launch[we])
-    wval = np.asarray(trace["value"], np.int64)[e2b[we]]
-    both_ck = np.concatenate((w.ck, wck))
-    both_v = np.concatenate((w.value, wval))
-    gid = group_columns((both_ck, both_v)).inverse
-    entry_group, wait_group = gid[:n_e], gid[n_e:]
-    so = np.argsort(entry_group, kind="stable")
-    lo = np.searchsorted(entry_group[so], wait_group, "left")
-    hi = np.searchsorted(entry_group[so], wait_group, "right")
-    cnt = hi - lo
-    e_row, src = expand(lo, cnt)
-    s_row = w.row[so[e_row]]
-    e_row = we[src]
-    if not len(s_row):
-        return out
-    seg = trace.segments
-    nseg = len(seg)
-    sseg = np.searchsorted(seg, s_row, "right") - 1
-    eseg = np.searchsorted(seg, e_row, "right") - 1
-    n = np.int64(trace.n)
-    seg_pair = sseg.astype(np.int64) * nseg + eseg
-    comp = seg_pair * n + s_row
-    by_pair = np.argsort(comp, kind="stable")
-    comp, seg_pair, e_sorted = comp[by_pair], seg_pair[by_pair], e_row[by_pair]
-    # Per (producer core, owner core): the earliest wait end among edges from s onwards.
-    earliest_end = np.minimum.accumulate((e_sorted + seg_pair * n)[::-1])[::-1] - seg_pair * n
-    core_pair = (np.searchsorted(seg, rl, "right") - 1).astype(np.int64) * nseg + \
-        (np.searchsorted(seg, rr, "right") - 1)
-    p = np.searchsorted(comp, core_pair * n + cov + 1, "left")
-    pv = np.minimum(p, len(comp) - 1)
-    # An edge shares its launch with its wait; s after the put and e before the reset, both on
-    # their cores, put it in the launch of both.
-    out[c] = (p < len(comp)) & (seg_pair[pv] == core_pair) & (earliest_end[pv] < rr)
-    return out

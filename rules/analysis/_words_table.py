@@ -7,6 +7,7 @@ Its own module so that both forms that build it (``_words`` lexsort,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -60,3 +61,21 @@ class Words:
         """(lo, hi): the entries of ``key`` (a scalar or an array of keys) are lo .. hi - 1."""
         k = np.asarray(key, np.int64) * self.lspan
         return np.searchsorted(self.ck, k, "left"), np.searchsorted(self.ck, k + self.lspan, "left")
+
+
+class Entries(NamedTuple):
+    """The word table's columns the scans read (``_words_table.Words``), as numba takes them."""
+    ck: np.ndarray            # (key, launch) per entry, ascending
+    launch_span: np.int64     # ck // launch_span: the entry's key
+    row: np.ndarray
+    phase: np.ndarray
+    kind: np.ndarray
+    op: np.ndarray
+    value: np.ndarray
+    after: np.ndarray
+    last: np.ndarray
+    region: np.ndarray
+
+    @classmethod
+    def of(cls, w) -> Entries:
+        return cls(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind, w.op, w.value, w.after, w.last, w.region)
