@@ -239,7 +239,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     # MOETRACE_PROFILE=1: one stderr line per rule (check, then evidence), for bench/perf.py's profile.
     prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
     drafts: list[Draft] = []
-    view = None  # the one window's view, kept open for the evidence of the findings the report lists
+    kept = None  # (window, its columns): the last window's, for the evidence of its listed findings
     jobs = min(config.jobs, len(windows))
     tell("windows", len(windows))
     times: dict[str, float] = {}
@@ -255,13 +255,13 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
             tell("window", 1)
     else:
         tell("rules", len(windows) * len(selected))
-        # One window here: its view outlives the sampling, and the listed findings' evidence is
-        # described from it, not read again.
-        keep = len(windows) == 1
+        # The last window's columns outlive the sampling: the evidence of its listed findings is
+        # described from them, not read again (with one window, every finding's).
         for w in windows:
-            found, view = _run_window(ds, w, config, selected, prof, times, tell, keep)
+            found, view = _run_window(ds, w, config, selected, prof, times, tell, w is windows[-1])
             drafts.extend(found)
             tell("window", 1)
+        kept = (windows[-1], view) if windows else None
     lost = sorted((c.rank, c.core, c.missing) for c in ds.report.cores if c.missing)
     info = TraceInfo(inputs=tuple(str(p) for p in inputs), protocol=ds.manifest.protocol,
                      ranks=ds.manifest.ranks, cores=ds.manifest.cores, events=total,
@@ -271,7 +271,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
         del drafts
         findings, classes, index = sample(linked, classify(linked), config.max_findings)
         del linked  # the drafts: only the listed findings are built
-        findings = _describe(ds, findings, view)
+        findings = _describe(ds, findings, kept)
     prof and prof.mark(f"link, classes, and the evidence of the {len(findings):,} listed findings")
     return Report(findings, info, tuple(selected), config, classes=classes, started=started,
                   seconds=time.perf_counter() - t0, rule_seconds=tuple(times.items()), class_index=index)
@@ -323,8 +323,11 @@ def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     except Exception as e:  # a rule bug: keep the original as __cause__ for tests and debugging
         code = current[0].code if current[0] is not None else "analysis"
         raise RuleError(code, e) from e
-    if keep_view:
-        return out, trace
+    if keep_view:  # the columns alone: the stages' results go now, before the link needs memory
+        columns = TraceView(ds, blocks=window.blocks)
+        columns._cols = trace._cols
+        _release(trace)
+        return out, columns
     _release(trace)
     return out, None
 
@@ -338,23 +341,25 @@ def _release(trace) -> None:
 
 
 def _describe(ds, findings: tuple[Finding, ...], kept) -> tuple[Finding, ...]:
-    """The listed findings with their evidence, each window's described from its view: ``kept``
-    (the one window's, still open), else the window read again (its evidence rows index that view).
-    One window's view at a time: memory follows the window, not the number of findings."""
+    """The listed findings with their evidence, each window's described from its view: ``kept``'s
+    (window, columns) where it is that window's, else the window read again (its evidence rows
+    index that view). One window's view at a time: memory follows the window, not the findings."""
     from rules.trace import TraceView
 
+    kept_window, kept_view = kept if kept is not None else (None, None)
     by_window: dict[Any, list[int]] = {}
     for i, f in enumerate(findings):
         if f.pending:
             by_window.setdefault(f.pending[2], []).append(i)
     out = list(findings)
     for window, idx in by_window.items():
-        view = kept if kept is not None else TraceView(ds, blocks=window.blocks)
+        view = kept_view if kept_view is not None and window == kept_window else TraceView(ds, blocks=window.blocks)
         for i, f in zip(idx, resolve([findings[i] for i in idx], view)):
             out[i] = f
-        _release(view)
-    if kept is not None and not by_window:
-        _release(kept)
+        if view is not kept_view:
+            _release(view)
+    if kept_view is not None:
+        _release(kept_view)
     return tuple(out)
 
 

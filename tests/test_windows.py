@@ -184,6 +184,35 @@ def test_windows_free_their_views(tmp_path):
     assert not [o for o in gc.get_objects() if isinstance(o, TraceView)]
 
 
+def test_the_last_windows_evidence_is_not_read_again(tmp_path, monkeypatch):
+    """The listed findings of the last window are described from its columns, kept past the rules
+    (without the stages' results); only an earlier window's findings make it read a window again.
+    Here every finding lies in the last window (the stop ends the trace there): once the rules are
+    done, no column is read again (only one the rules never asked for, a kernel's name)."""
+    import analyzer.engine as engine
+
+    _, blk = _blocked(tmp_path, "reduce_scatter", ("rank-stop",), seed=1)
+    reads: list = []
+    arrays, link = Dataset.arrays, engine.link
+
+    def counted(self, names, blocks=None):
+        reads.extend(names)
+        return arrays(self, names, blocks=blocks)
+
+    def marked(drafts):
+        reads.append("-- the rules are done --")
+        return link(drafts)
+
+    monkeypatch.setattr(Dataset, "arrays", counted)
+    monkeypatch.setattr(engine, "link", marked)
+    report = diagnose(blk, Config(window_events=1))
+    windows = plan(Dataset(blk).blocks, 1, report.trace.events)
+    assert len(windows) >= 2 and report.findings
+    assert all(windows[-1].owns(f.location.launch) and f.evidence for f in report.findings)
+    done = reads.index("-- the rules are done --")
+    assert not set(reads[done + 1:]) & set(reads[:done]), reads[done + 1:]
+
+
 def test_window_events_must_be_positive():
     with pytest.raises(ConfigError, match="window-events"):
         parse_config({"window-events": 0}, "moetrace.toml")
