@@ -34,36 +34,24 @@ How causes become root causes:
 
 from __future__ import annotations
 
-import gc
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
+from . import window_run as W
 from .causes import link
 from .classes import DefectClass, classify, sample
 from .config import Config
 from .draft import Draft
-from .evidence import drafts_of, owned, resolve
 from .finding import Finding, count_at_or_above
 from .gc_pause import paused
+from .window_run import RuleError, WindowExecutor  # noqa: F401 (the engine's API)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rules.base import Rule
-
-class RuleError(Exception):
-    """A rule raised: a bug in the rule, not bad input. The original is the __cause__."""
-
-    def __init__(self, code: str, exc: BaseException):
-        self.code = code
-        self.exc = exc
-        super().__init__(f"rule {code} raised {type(exc).__name__}: {exc}")
-
-    def __reduce__(self):  # raised in a window's worker process, re-raised here
-        return type(self), (self.code, self.exc)
 
 
 @dataclass(frozen=True)
@@ -237,20 +225,20 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     total = ds.num_rows()
     windows = plan(ds.blocks, config.window_events, total)
     # MOETRACE_PROFILE=1: one stderr line per rule (check, then evidence), for bench/perf.py's profile.
-    prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
+    prof = W.Profile() if os.environ.get("MOETRACE_PROFILE") else None
     drafts: list[Draft] = []
     kept = None  # (window, its columns): the last window's, for the evidence of its listed findings
     jobs = min(config.jobs, len(windows))
     tell("windows", len(windows))
     times: dict[str, float] = {}
-    if executor is not None and _registered(selected):
+    if executor is not None and W.registered(selected):
         for found in executor(dataset, windows, config, [r.code for r in selected]):
             drafts.extend(found)
             tell("window", 1)
-    elif jobs > 1 and _registered(selected):
+    elif jobs > 1 and W.registered(selected):
         from .pool import parallel
 
-        for found in parallel(_window_job, dataset, windows, config, [r.code for r in selected], jobs):
+        for found in parallel(W.window_job, dataset, windows, config, [r.code for r in selected], jobs):
             drafts.extend(found)
             tell("window", 1)
     else:
@@ -258,7 +246,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
         # The last window's columns outlive the sampling: the evidence of its listed findings is
         # described from them, not read again (with one window, every finding's).
         for w in windows:
-            found, view = _run_window(ds, w, config, selected, prof, times, tell, w is windows[-1])
+            found, view = W.run_window(ds, w, config, selected, prof, times, tell, w is windows[-1])
             drafts.extend(found)
             tell("window", 1)
         kept = (windows[-1], view) if windows else None
@@ -271,129 +259,9 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
         del drafts
         findings, classes, index = sample(linked, classify(linked), config.max_findings)
         del linked  # the drafts: only the listed findings are built
-        findings = _describe(ds, findings, kept)
+        findings = W.describe_listed(ds, findings, kept)
     prof and prof.mark(f"link, classes, and the evidence of the {len(findings):,} listed findings")
     return Report(findings, info, tuple(selected), config, classes=classes, started=started,
                   seconds=time.perf_counter() - t0, rule_seconds=tuple(times.items()), class_index=index)
 
 
-def _run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
-                times: dict[str, float] | None = None, tell=None, keep_view: bool = False
-                ) -> tuple[list[Draft], Any]:
-    """Run every selected rule on one window: the drafts of the findings it owns (``analyzer.draft``;
-    ``_describe`` resolves the evidence of those a report lists), and the view where ``keep_view``
-    (else released now, None).
-    ``times`` adds up each rule's seconds (check and evidence, not the shared analyses);
-    ``tell("rule", 1)`` as each rule ends.
-    """
-    from ingest._jit import warm
-    from rules.runner import run
-    from rules.trace import TraceView
-
-    if selected:
-        warm()  # numba's tables out of the collections below, before the window's own objects exist
-    trace = TraceView(ds, blocks=window.blocks)
-    trace.prefetch()
-    prof and prof.mark(f"read: {trace.n:,} events, {len(trace.loaded)} columns")
-    by_code = {r.code: r for r in selected}
-    out: list[Draft] = []
-
-    def on_rule(rule, hits) -> None:
-        prof and prof.mark(f"{rule.code} check ({len(hits)} hits)")
-        with paused():
-            out.extend(drafts_of(owned(window, hits, trace), by_code, rule, config, trace, window))
-        prof and prof.mark(f"{rule.code} evidence")
-        if times is not None:
-            times[rule.code] = times.get(rule.code, 0.0) + time.perf_counter() - began[0]
-        tell and tell("rule", 1)
-
-    current: list = [None]
-    began = [time.perf_counter()]
-
-    def on_start(rule) -> None:
-        current[0] = rule
-        began[0] = time.perf_counter()
-
-    def on_analysis(name: str) -> None:
-        prof and prof.mark(f"analysis {name}")
-
-    try:
-        run(trace, selected, config.options_for, on_rule=on_rule, on_analysis=on_analysis,
-            on_start=on_start)
-    except Exception as e:  # a rule bug: keep the original as __cause__ for tests and debugging
-        code = current[0].code if current[0] is not None else "analysis"
-        raise RuleError(code, e) from e
-    if keep_view:  # the columns alone: the stages' results go now, before the link needs memory
-        columns = TraceView(ds, blocks=window.blocks)
-        columns._cols = trace._cols
-        _release(trace)
-        return out, columns
-    _release(trace)
-    return out, None
-
-
-def _release(trace) -> None:
-    # Rules' caches hang off the view in cycles; drop its arrays now, not at the next
-    # collection, or a worker running window after window holds several at once (and the
-    # merge and the report, which pause the collector, would hold the last one).
-    trace.__dict__.clear()
-    gc.collect()
-
-
-def _describe(ds, findings: tuple[Finding, ...], kept) -> tuple[Finding, ...]:
-    """The listed findings with their evidence, each window's described from its view: ``kept``'s
-    (window, columns) where it is that window's, else the window read again (its evidence rows
-    index that view). One window's view at a time: memory follows the window, not the findings."""
-    from rules.trace import TraceView
-
-    kept_window, kept_view = kept if kept is not None else (None, None)
-    by_window: dict[Any, list[int]] = {}
-    for i, f in enumerate(findings):
-        if f.pending:
-            by_window.setdefault(f.pending[2], []).append(i)
-    out = list(findings)
-    for window, idx in by_window.items():
-        view = kept_view if kept_view is not None and window == kept_window else TraceView(ds, blocks=window.blocks)
-        for i, f in zip(idx, resolve([findings[i] for i in idx], view)):
-            out[i] = f
-        if view is not kept_view:
-            _release(view)
-    if kept_view is not None:
-        _release(kept_view)
-    return tuple(out)
-
-
-def _registered(selected: list[type["Rule"]]) -> bool:
-    """Can a worker process find these rules by code (not a test's own rule classes)?"""
-    from rules import registry
-
-    reg = registry()
-    return all(reg.get(r.code) is r for r in selected)
-
-
-# A window executor: (dataset, windows, config, rule codes) -> each window's drafts, in window order.
-WindowExecutor = Callable[[Path, Sequence[Any], Config, list[str]], Iterable[list[Draft]]]
-
-
-def _window_job(dataset: str, window, config: Config, codes: list[str]) -> list[Draft]:
-    from ingest.dataset import Dataset
-    from rules import registry
-
-    reg = registry()
-    prof = _Profile() if os.environ.get("MOETRACE_PROFILE") else None
-    return _run_window(Dataset(dataset), window, config, [reg[c] for c in codes], prof)[0]
-
-
-class _Profile:
-    """Wall time and peak RSS since the previous mark, to stderr."""
-
-    def __init__(self):
-        self.t = time.perf_counter()
-
-    def mark(self, what: str) -> None:
-        import resource
-
-        now = time.perf_counter()
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-        print(f"moetrace profile: {now - self.t:8.3f} s  peak {peak:6.2f} GiB  {what}", file=sys.stderr)
-        self.t = now

@@ -114,9 +114,9 @@ def _drop(ray, refs: list) -> None:
 
 def _window_task(dataset: str, window, config, codes: list[str]) -> list:
     # Named for the worker's process title (ray::_window_task), which is how an operator finds it.
-    from .engine import _window_job
+    from .window_run import window_job
 
-    return _window_job(dataset, window, config, codes)
+    return window_job(dataset, window, config, codes)
 
 
 __all__ = ["RayWindows", "RayUnavailable", "RUNTIME_ENV", "import_ray"]

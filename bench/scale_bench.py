@@ -10,7 +10,7 @@ ready flag left set, counts off; hundreds of thousands of findings);
 ``classic`` / ``reduce_scatter`` are bench/_traces.py's simulator traces with
 faults.  Each diagnose runs in a fresh process (peak RSS of that process; for
 Ray, of the driver only: its workers are Ray's).  ``--windows`` times every
-window alone in this process (``analyzer.engine._window_job``) and the merge
+window alone in this process (``analyzer.window_run.window_job``) and the merge
 (``analyzer.causes.link`` over all their findings).  Prints markdown lines.
 """
 
@@ -98,7 +98,7 @@ def windows(ds: Path) -> dict:
     """Every window alone, in this process, then the merge of all their findings."""
     from analyzer.causes import link
     from analyzer.config import Config
-    from analyzer.engine import _window_job
+    from analyzer.window_run import window_job
     from analyzer.windows import plan
     from ingest.dataset import Dataset
     from rules import registry
@@ -106,11 +106,11 @@ def windows(ds: Path) -> dict:
     d = Dataset(ds)
     plan_ = plan(d.blocks, Config().window_events, d.num_rows())
     codes = [r.code for r in Config().select_rules(list(registry().values()))]
-    _window_job(str(ds), plan_[0], Config(), codes)  # numba's on-disk cache, the page cache
+    window_job(str(ds), plan_[0], Config(), codes)  # numba's on-disk cache, the page cache
     secs, events, drafts = [], [], []
     for w in plan_:
         t = time.perf_counter()
-        drafts += _window_job(str(ds), w, Config(), codes)
+        drafts += window_job(str(ds), w, Config(), codes)
         secs.append(time.perf_counter() - t)
         events.append(w.events)
     t = time.perf_counter()

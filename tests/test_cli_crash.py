@@ -108,7 +108,7 @@ def test_the_crash_report_cannot_be_written(tmp_path, trace, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv("MOETRACE_CRASH_DIR", str(blocker / "below"))  # a directory under a file
-    import analyzer.engine
+    import analyzer.window_run
 
     monkeypatch.setattr(analyzer.engine, "diagnose", lambda *a, **k: 1 / 0)
     r = run_cli("diagnose", trace)
@@ -121,7 +121,7 @@ def test_the_crash_report_cannot_be_written(tmp_path, trace, monkeypatch):
 def test_an_interrupt_is_one_line_and_130(exc, crash_dir, trace, monkeypatch):
     import typer
 
-    import analyzer.engine
+    import analyzer.window_run
 
     def stop(*a, **k):
         raise KeyboardInterrupt() if exc == "KeyboardInterrupt" else typer.Abort()
@@ -163,7 +163,7 @@ DRIVER = """
 import os
 import sys
 import time
-import analyzer.engine
+import analyzer.window_run
 
 def boom(*a, **k):
     raise RuntimeError("injected into a worker")
@@ -175,7 +175,7 @@ def slow(*a, **k):  # a window that takes half a minute; says when it runs and w
     return [], None  # (the window's findings, no view kept)
 
 # At the top level: a --jobs worker (spawned) imports this file as __mp_main__ and gets it too.
-analyzer.engine._run_window = slow if os.environ.get("RUNNING_DIR") else boom
+analyzer.window_run.run_window = slow if os.environ.get("RUNNING_DIR") else boom
 
 if __name__ == "__main__":
     from analyzer.cli import main

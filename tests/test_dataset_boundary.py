@@ -207,7 +207,7 @@ def test_a_window_task_checks_the_dataset_itself(ds, tmp_path):
     """A Ray task (or a --jobs worker) opens the dataset by path or URL itself: a link put there after
     the driver opened it is refused by the task too."""
     from analyzer.config import Config
-    from analyzer.engine import _window_job
+    from analyzer.window_run import window_job
     from analyzer.windows import plan
     from ingest.dataset import Dataset
     from rules import registry
@@ -218,11 +218,11 @@ def test_a_window_task_checks_the_dataset_itself(ds, tmp_path):
     opened = Dataset(d)
     window = plan(opened.blocks, Config().window_events, opened.num_rows())[0]
     codes = sorted(registry())
-    assert isinstance(_window_job(str(d), window, Config(), codes), list)
+    assert isinstance(window_job(str(d), window, Config(), codes), list)
     _link_part(ds, d, out)
     for where in (str(d), d.resolve().as_uri()):
         with pytest.raises(moetrace.TraceError, match="outside the dataset"):
-            _window_job(where, window, Config(), codes)
+            window_job(where, window, Config(), codes)
 
 
 @pytest.mark.parametrize("what", ["fifo", "directory"])

@@ -229,7 +229,7 @@ def test_parallel_windows_say_the_same(tmp_path):
 
 
 def test_a_window_job_runs_alone_and_its_rule_errors_pickle(tmp_path):
-    from analyzer.engine import RuleError, _window_job
+    from analyzer.window_run import RuleError, window_job
 
     _, blk = _blocked(tmp_path, "classic", (), rounds=2)
     err = RuleError("MT101", ValueError("boom"))
@@ -237,7 +237,7 @@ def test_a_window_job_runs_alone_and_its_rule_errors_pickle(tmp_path):
     assert (again.code, str(again)) == ("MT101", str(err))
     with pytest.raises(ConfigError):
         Config().with_overrides(jobs=0)
-    assert _window_job(str(blk), plan(Dataset(blk).blocks, 1, 0)[0], Config(), ["MT501"]) == []
+    assert window_job(str(blk), plan(Dataset(blk).blocks, 1, 0)[0], Config(), ["MT501"]) == []
 
 
 def test_trace_errors_cross_processes():

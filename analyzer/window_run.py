@@ -1,0 +1,160 @@
+"""One window of a trace, run: its view, every selected rule, the drafts of the hits it owns.
+
+The engine (``analyzer.engine``) plans the windows and runs them here, one
+after another, in ``--jobs`` worker processes (``window_job``) or on Ray
+(``analyzer.ray_engine``); it links the drafts of all of them, and then asks
+``describe_listed`` for the evidence of the findings a report lists, reading
+each window again only where its columns were not kept.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+from .config import Config
+from .draft import Draft
+from .evidence import drafts_of, owned, resolve
+from .finding import Finding
+from .gc_pause import paused
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rules.base import Rule
+
+
+class RuleError(Exception):
+    """A rule raised: a bug in the rule, not bad input. The original is the __cause__."""
+
+    def __init__(self, code: str, exc: BaseException):
+        self.code = code
+        self.exc = exc
+        super().__init__(f"rule {code} raised {type(exc).__name__}: {exc}")
+
+    def __reduce__(self):  # raised in a window's worker process, re-raised here
+        return type(self), (self.code, self.exc)
+
+
+def run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
+                times: dict[str, float] | None = None, tell=None, keep_view: bool = False
+                ) -> tuple[list[Draft], Any]:
+    """Run every selected rule on one window: the drafts of the findings it owns (``analyzer.draft``;
+    ``describe_listed`` resolves the evidence of those a report lists), and the view where ``keep_view``
+    (else released now, None).
+    ``times`` adds up each rule's seconds (check and evidence, not the shared analyses);
+    ``tell("rule", 1)`` as each rule ends.
+    """
+    from ingest._jit import warm
+    from rules.runner import run
+    from rules.trace import TraceView
+
+    if selected:
+        warm()  # numba's tables out of the collections below, before the window's own objects exist
+    trace = TraceView(ds, blocks=window.blocks)
+    trace.prefetch()
+    prof and prof.mark(f"read: {trace.n:,} events, {len(trace.loaded)} columns")
+    by_code = {r.code: r for r in selected}
+    out: list[Draft] = []
+
+    def on_rule(rule, hits) -> None:
+        prof and prof.mark(f"{rule.code} check ({len(hits)} hits)")
+        with paused():
+            out.extend(drafts_of(owned(window, hits, trace), by_code, rule, config, trace, window))
+        prof and prof.mark(f"{rule.code} evidence")
+        if times is not None:
+            times[rule.code] = times.get(rule.code, 0.0) + time.perf_counter() - began[0]
+        tell and tell("rule", 1)
+
+    current: list = [None]
+    began = [time.perf_counter()]
+
+    def on_start(rule) -> None:
+        current[0] = rule
+        began[0] = time.perf_counter()
+
+    def on_analysis(name: str) -> None:
+        prof and prof.mark(f"analysis {name}")
+
+    try:
+        run(trace, selected, config.options_for, on_rule=on_rule, on_analysis=on_analysis,
+            on_start=on_start)
+    except Exception as e:  # a rule bug: keep the original as __cause__ for tests and debugging
+        code = current[0].code if current[0] is not None else "analysis"
+        raise RuleError(code, e) from e
+    if keep_view:  # the columns alone: the stages' results go now, before the link needs memory
+        columns = TraceView(ds, blocks=window.blocks)
+        columns._cols = trace._cols
+        release(trace)
+        return out, columns
+    release(trace)
+    return out, None
+
+
+def release(trace) -> None:
+    # Rules' caches hang off the view in cycles; drop its arrays now, not at the next
+    # collection, or a worker running window after window holds several at once (and the
+    # merge and the report, which pause the collector, would hold the last one).
+    trace.__dict__.clear()
+    gc.collect()
+
+
+def describe_listed(ds, findings: tuple[Finding, ...], kept) -> tuple[Finding, ...]:
+    """The listed findings with their evidence, each window's described from its view: ``kept``'s
+    (window, columns) where it is that window's, else the window read again (its evidence rows
+    index that view). One window's view at a time: memory follows the window, not the findings."""
+    from rules.trace import TraceView
+
+    kept_window, kept_view = kept if kept is not None else (None, None)
+    by_window: dict[Any, list[int]] = {}
+    for i, f in enumerate(findings):
+        if f.pending:
+            by_window.setdefault(f.pending[2], []).append(i)
+    out = list(findings)
+    for window, idx in by_window.items():
+        view = kept_view if kept_view is not None and window == kept_window else TraceView(ds, blocks=window.blocks)
+        for i, f in zip(idx, resolve([findings[i] for i in idx], view)):
+            out[i] = f
+        if view is not kept_view:
+            release(view)
+    if kept_view is not None:
+        release(kept_view)
+    return tuple(out)
+
+
+def registered(selected: list[type["Rule"]]) -> bool:
+    """Can a worker process find these rules by code (not a test's own rule classes)?"""
+    from rules import registry
+
+    reg = registry()
+    return all(reg.get(r.code) is r for r in selected)
+
+
+# A window executor: (dataset, windows, config, rule codes) -> each window's drafts, in window order.
+WindowExecutor = Callable[[Path, Sequence[Any], Config, list[str]], Iterable[list[Draft]]]
+
+
+def window_job(dataset: str, window, config: Config, codes: list[str]) -> list[Draft]:
+    from ingest.dataset import Dataset
+    from rules import registry
+
+    reg = registry()
+    prof = Profile() if os.environ.get("MOETRACE_PROFILE") else None
+    return run_window(Dataset(dataset), window, config, [reg[c] for c in codes], prof)[0]
+
+
+class Profile:
+    """Wall time and peak RSS since the previous mark, to stderr."""
+
+    def __init__(self):
+        self.t = time.perf_counter()
+
+    def mark(self, what: str) -> None:
+        import resource
+
+        now = time.perf_counter()
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        print(f"moetrace profile: {now - self.t:8.3f} s  peak {peak:6.2f} GiB  {what}", file=sys.stderr)
+        self.t = now
