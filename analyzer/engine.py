@@ -34,7 +34,6 @@ How causes become root causes:
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -224,8 +223,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     ds = Dataset(dataset)
     total = ds.num_rows()
     windows = plan(ds.blocks, config.window_events, total)
-    # MOETRACE_PROFILE=1: one stderr line per rule (check, then evidence), for bench/perf.py's profile.
-    prof = W.Profile() if os.environ.get("MOETRACE_PROFILE") else None
+    prof = W.Profile.from_env()
     drafts: list[Draft] = []
     kept = None  # (window, its columns): the last window's, for the evidence of its listed findings
     jobs = min(config.jobs, len(windows))

@@ -39,8 +39,8 @@ class RuleError(Exception):
 
 
 def run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
-                times: dict[str, float] | None = None, tell=None, keep_view: bool = False
-                ) -> tuple[list[Draft], Any]:
+               times: dict[str, float] | None = None, tell=None, keep_view: bool = False
+               ) -> tuple[list[Draft], Any]:
     """Run every selected rule on one window: the drafts of the findings it owns (``analyzer.draft``;
     ``describe_listed`` resolves the evidence of those a report lists), and the view where ``keep_view``
     (else released now, None).
@@ -85,8 +85,7 @@ def run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
         code = current[0].code if current[0] is not None else "analysis"
         raise RuleError(code, e) from e
     if keep_view:  # the columns alone: the stages' results go now, before the link needs memory
-        columns = TraceView(ds, blocks=window.blocks)
-        columns._cols = trace._cols
+        columns = trace.columns_only()
         release(trace)
         return out, columns
     release(trace)
@@ -141,8 +140,7 @@ def window_job(dataset: str, window, config: Config, codes: list[str]) -> list[D
     from rules import registry
 
     reg = registry()
-    prof = Profile() if os.environ.get("MOETRACE_PROFILE") else None
-    return run_window(Dataset(dataset), window, config, [reg[c] for c in codes], prof)[0]
+    return run_window(Dataset(dataset), window, config, [reg[c] for c in codes], Profile.from_env())[0]
 
 
 class Profile:
@@ -150,6 +148,11 @@ class Profile:
 
     def __init__(self):
         self.t = time.perf_counter()
+
+    @classmethod
+    def from_env(cls) -> "Profile | None":
+        """MOETRACE_PROFILE=1: one stderr line per stage and rule, for bench/perf.py's profile."""
+        return cls() if os.environ.get("MOETRACE_PROFILE") else None
 
     def mark(self, what: str) -> None:
         import resource

@@ -83,6 +83,13 @@ class TraceView:
     def loaded(self) -> list[str]:
         return list(self._cols)
 
+    def columns_only(self) -> "TraceView":
+        """A view of the same window holding the columns this one loaded and nothing derived from
+        them: what describing evidence needs, without the stages' results."""
+        out = TraceView(self.dataset, blocks=self.blocks)
+        out._cols = dict(self._cols)
+        return out
+
     def release(self, *names: str) -> None:
         for n in names:
             self._cols.pop(n, None)

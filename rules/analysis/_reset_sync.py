@@ -37,7 +37,6 @@ def _prev_own_reset(idx, table, rank, wpr, reset, out):
             x -= 1
 
 
-
 def reset_after_sync(trace, w, idx) -> np.ndarray:
     """Per last entry ``idx``: an owner reset sorted before it is ordered after it through one flag sync.
 

@@ -64,7 +64,7 @@ class Words:
 
 
 class Entries(NamedTuple):
-    """The word table's columns the scans read (``_words_table.Words``), as numba takes them."""
+    """The word table's columns the scans read (``Words``), as numba takes them."""
     ck: np.ndarray            # (key, launch) per entry, ascending
     launch_span: np.int64     # ck // launch_span: the entry's key
     row: np.ndarray
