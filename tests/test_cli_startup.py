@@ -1,10 +1,12 @@
 """`moetrace --help` must stay fast: no heavy package may load just to print help."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -116,12 +118,41 @@ def test_warming_numba_in_moetrace_own_process_runs_no_collection():
     collector is off while they are made (its passes over them cost ~0.05 s CPU), on again after the freeze."""
     code = ("import gc, sys\n"
             "from ingest._jit import own_process, warm\n"
+            "own_process()\n"
             "runs = []\n"
             "gc.callbacks.append(lambda phase, info: runs.append(info['generation']) if phase == 'start' else None)\n"
-            "own_process()\n"
             "warm()\n"
             "print(len(runs), gc.isenabled(), gc.get_freeze_count())")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     runs, enabled, frozen = r.stdout.split()
     assert (runs, enabled) == ("0", "True") and int(frozen) > 10_000, r.stdout
 
+
+
+_REALLOCATE = ("import resource, sys, numpy as np\n"
+               "if sys.argv[1] == 'own':\n"
+               "    from ingest._jit import own_process\n"
+               "    own_process()\n"
+               "a = np.ones(32 << 20); del a\n"  # 256 MiB, freed
+               "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+               "a = np.ones(32 << 20)\n"
+               "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)")
+
+
+def _glibc() -> bool:
+    try:
+        return bool(os.confstr("CS_GNU_LIBC_VERSION"))
+    except (ValueError, OSError, AttributeError):
+        return False
+
+
+@pytest.mark.skipif(not _glibc(), reason="the policy is glibc's mallopt")
+def test_moetrace_own_process_reuses_freed_memory_without_page_faults():
+    """A diagnose frees and allocates trace-long arrays stage after stage: in moetrace's own process the
+    second 256 MiB array reuses the first's pages (no page faults), elsewhere glibc's default stands
+    (the block went back to the kernel, and every page faults in again)."""
+    faults = {}
+    for who in ("own", "caller"):
+        r = subprocess.run([sys.executable, "-c", _REALLOCATE, who], capture_output=True, text=True, check=True)
+        faults[who] = int(r.stdout)
+    assert faults["own"] < 16 and faults["caller"] >= 64, faults
