@@ -1,6 +1,7 @@
 """A dataset's integer columns come out of ``ingest.dataset.to_numpy`` with nulls as the column's
-sentinel, filled from the validity bitmap with numpy (so that reading a dataset needs no
-``pyarrow.compute``): the same arrays, dtypes included, as arrow's ``fill_null``."""
+sentinel, filled from the validity bitmap (numpy, or a compiled pass for long chunks; so that
+reading a dataset needs no ``pyarrow.compute``): the same arrays, dtypes included, as arrow's
+``fill_null``; ``into`` writes them straight into a window's array."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pyarrow.compute  # noqa: F401  (the reference below: fill_null)
 import pytest
 
 from ingest.contract import COLUMN
-from ingest.dataset import to_numpy
+from ingest import dataset as D
+from ingest.dataset import into, to_numpy
 
 
 def _reference(col, name):
@@ -34,6 +36,9 @@ def test_nulls_filled_as_fill_null_fills_them(name):
                 continue
             got, want = to_numpy(col, name), _reference(col, name)
             assert got.dtype == want.dtype and got.tolist() == want.tolist(), (values, lo, len(part))
+            dest = np.full(len(col) + 2, 99, want.dtype)  # the window's array, this file's rows in its middle
+            into(pa.chunked_array(col) if isinstance(col, pa.Array) else col, name, dest[1:-1])
+            assert dest[[0, -1]].tolist() == [99, 99] and dest[1:-1].tolist() == want.tolist()
 
 
 def test_every_null_and_empty_chunks():
@@ -41,3 +46,18 @@ def test_every_null_and_empty_chunks():
     col = pa.chunked_array([pa.array([], type_), pa.nulls(3, type_), pa.array([7, None], type_)], type_)
     got = to_numpy(col, "peer")
     assert got.dtype == np.int16 and got.tolist() == _reference(col, "peer").tolist() == [-(2**15)] * 3 + [7, -(2**15)]
+
+
+@pytest.mark.parametrize("name", ["offset", "peer", "outcome"])
+def test_long_chunks_filled_by_the_compiled_pass_as_fill_null_fills_them(name, monkeypatch):
+    """From ``_KERNEL_FROM`` rows the nulls are set by a compiled pass over the bitmap: the same values,
+    at chunk offsets that start mid-byte."""
+    monkeypatch.setattr(D, "_KERNEL_FROM", 8)
+    rng = np.random.default_rng(len(name))
+    type_ = COLUMN[name].type
+    values = rng.integers(-3, 100, 1000)
+    whole = pa.array(values, type_, mask=rng.random(1000) < 0.4)
+    col = pa.chunked_array([whole.slice(3, 500), whole.slice(11, 9), whole.slice(0, 5), whole.slice(517)], type_)
+    dest = np.empty(len(col), _reference(col, name).dtype)
+    into(col, name, dest)
+    assert dest.tolist() == _reference(col, name).tolist()
