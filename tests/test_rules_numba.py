@@ -12,6 +12,7 @@ from rules import mt407_get_used_before_quiet as m407
 from rules import mt603_concurrent_rma_amo as m603
 from rules import mt604_overlapping_output_writes as m604
 from rules.analysis import _passes as P
+from rules.analysis import _phases as PH
 from rules.analysis import _unfenced as U
 from rules.analysis import _words as W
 from rules.analysis import codes as C
@@ -70,7 +71,7 @@ def _completion(a, fences=False, ends=True, peers=True):
 def test_kernels_match_py_func(seed):
     a = _trace(seed)
     n = len(a["kind"])
-    _both(P._phase_kernel, lambda: (np.zeros(n, np.int32), np.zeros(n, np.int32)),
+    _both(PH._phase_kernel, lambda: (np.zeros(n, np.int32), np.zeros(n, np.int32)),
           a["seg"], a["kind"], a["scope"], a["pipe_op"], a["launch"])
     for fences in (False, True):
         for ends in (False, True):

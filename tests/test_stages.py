@@ -19,6 +19,7 @@ from rules.analysis import (
     UndeclaredStage,
     WordTable,
     _passes,
+    _phases,
     allow,
     closure,
 )
@@ -97,7 +98,7 @@ def test_an_undeclared_stage_through_a_helper_fails(view):
 
 
 def test_the_engine_reports_the_rule_that_reached_too_far(view):
-    probe = _probe((), lambda trace, ctx: _passes.phases(trace))
+    probe = _probe((), lambda trace, ctx: _phases.phases(trace))
     with pytest.raises(UndeclaredStage, match="MT999"):
         run(view, [probe])
 

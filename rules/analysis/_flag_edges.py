@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _passes as P
+from . import _phases
 from . import codes as C
 from . import regions as R
 from ._cache import cached
@@ -60,7 +60,7 @@ class _Order:
     def __init__(self, trace):
         self.t = trace
         self.rank, self.core, self.launch = trace["rank"], trace["core"], trace["launch"]
-        self.pa, self.pc = P.phases(trace)
+        self.pa, self.pc = _phases.phases(trace)
         self.w = words(trace)
         self.memo: dict = {}
         # The pure lookups below are asked again and again along chains of flags (a barrier of

@@ -27,6 +27,7 @@ from ingest.contract import PipeEvent, PipeOp
 
 from .._jit import kernel
 from . import _passes as P
+from . import _phases
 from . import codes as C
 from . import regions as R
 from ._cache import cached
@@ -52,7 +53,7 @@ class Accesses(NamedTuple):
 
 class Order(NamedTuple):
     """What happens-before between two rows reads: their rank and core, their cross-rank and
-    core barrier phases (``_passes.phases``)."""
+    core barrier phases (``_phases.phases``)."""
     rank: np.ndarray
     core: np.ndarray
     phase_all: np.ndarray
@@ -179,7 +180,7 @@ def races(trace):
         gid = np.concatenate(([0], np.cumsum(wg[1:] != wg[:-1])))
         big = int(we.max() - min(int(ws.min()), 0)) + 1
         pmax = np.maximum.accumulate(we + gid * big) - gid * big
-        order = Order(trace["rank"], trace["core"], *P.phases(trace))
+        order = Order(trace["rank"], trace["core"], *_phases.phases(trace))
         conc = np.full(len(reads), -1, np.int64)
         nconc = np.zeros(len(reads), np.int64)
         before = np.full(len(reads), -1, np.int64)

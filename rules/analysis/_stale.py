@@ -26,7 +26,7 @@ import numpy as np
 from ingest.contract import Outcome
 
 from .._jit import kernel
-from . import _passes
+from . import _passes, _phases
 from ._cache import cached
 from ._reset_sync import reset_after_sync
 from ._words import words
@@ -214,7 +214,7 @@ def _stale_waits(view) -> StaleWaits:
     lo, hi = np.empty(len(eck), np.int64), np.empty(len(eck), np.int64)
     lo[order] = np.searchsorted(w.ck, eck[order], "left")
     hi[order] = np.searchsorted(w.ck, eck[order], "right")
-    phase_all, _ = _passes.phases(view)
+    phase_all, _ = _phases.phases(view)
     out = np.full(len(ends), -1, np.int64)
     _stale_scan(lo, hi, Entries.of(w), view["rank"], view["core"], phase_all, (ends, ekey), out)
     found = out >= 0

@@ -14,7 +14,7 @@ import numpy as np
 
 from ingest.contract import Kind, Scope
 
-from ._passes import barrier_instances
+from ._phases import barrier_instances
 from ._scan import IN_BARRIER, IN_WAIT, STOPPED
 from ._waitfor_producers import Verdict
 

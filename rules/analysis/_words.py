@@ -19,6 +19,7 @@ import numpy as np
 
 from .._jit import kernel
 from . import _passes as P
+from . import _phases
 from . import codes as C
 from . import regions as R
 from ._cache import cached
@@ -156,7 +157,7 @@ def _build_lexsort(trace) -> Words:
     aw[order] = aw_sorted
     aw = aw[: len(rows)]
 
-    phase_all, _ = P.phases(trace)
+    phase_all, _ = _phases.phases(trace)
     wph = phase_all[rows].astype(np.int64)
     order = np.lexsort((rows, aw, wph, ck))
     rows, wkey, wreg, wl, wph, wop, wval, ck = (a[order] for a in (rows, wkey, wreg, wl, wph, wop, wval, ck))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _passes as P
+from . import _phases
 from . import _words_packed_kernels as K
 from . import codes as C
 from . import regions as R
@@ -35,7 +36,7 @@ def build_packed(trace) -> Words | None:
     launch = trace["launch"]
     launch_min = int(launch.min())
     launch_span = int(launch.max()) - launch_min + 2
-    phase_all, _ = P.phases(trace)
+    phase_all, _ = _phases.phases(trace)
     phase_min = int(phase_all.min())
     phases = int(phase_all.max()) - phase_min + 1
     rank, core = trace["rank"], trace["core"]

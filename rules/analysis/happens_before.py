@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from . import _passes, _race_pairs, _unfenced
+from . import _passes, _phases, _race_pairs, _unfenced
 from ._cache import cached
 from ._unfenced import Unfenced
 from .stages import Stage
@@ -57,6 +57,6 @@ class HappensBefore:
 
 def happens_before(view) -> HappensBefore:
     def build() -> HappensBefore:
-        phase_all, phase_core = _passes.phases(view)
+        phase_all, phase_core = _phases.phases(view)
         return HappensBefore(phase_all, phase_core, view)
     return cached(view, "happens_before", build, Stage.HAPPENS_BEFORE)
