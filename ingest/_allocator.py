@@ -24,6 +24,7 @@ import os
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_MAX = -1, -2, -4
 _KEEP_FREED = 2**31 - 1  # bytes free at the heap's top before it is trimmed (mallopt takes a C int)
 _TOP_PAD = 256 << 20  # extra bytes the heap grows by: fewer brk calls while a stage allocates
+_kept: list[bool] = []  # set once the policy is on
 
 
 def keep_freed_memory() -> bool:
@@ -41,5 +42,16 @@ def keep_freed_memory() -> bool:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     # mmap off first: a block freed after this comes back to the heap, where the trim threshold keeps it
-    return all(mallopt(param, value) == 1 for param, value in
-               ((_M_MMAP_MAX, 0), (_M_TRIM_THRESHOLD, _KEEP_FREED), (_M_TOP_PAD, _TOP_PAD)))
+    ok = all(mallopt(param, value) == 1 for param, value in
+             ((_M_MMAP_MAX, 0), (_M_TRIM_THRESHOLD, _KEEP_FREED), (_M_TOP_PAD, _TOP_PAD)))
+    if ok:
+        _kept.append(True)
+    return ok
+
+
+def trim() -> None:
+    """Hand the kernel the free pages inside the heap, where the policy keeps them (else a no-op)."""
+    if _kept:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
