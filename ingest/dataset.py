@@ -389,7 +389,24 @@ def _copy_into(arr: pa.Array, dest: np.ndarray, null: int) -> None:
 @kernel
 def _set_nulls(validity, offset, out, null):
     # Arrow's validity bitmap, least significant bit first, from bit ``offset``: a 0 is a null.
-    for i in range(len(out)):
+    # Whole bytes at a time between the first and the last byte boundary: an optional column is
+    # mostly runs of nulls (other kinds' rows) or of values.
+    n = len(out)
+    head = min(n, (-offset) & 7)
+    body = head + (n - head) // 8 * 8
+    for i in range(head):
+        b = offset + i
+        if not (validity[b >> 3] >> (b & 7)) & 1:
+            out[i] = null
+    for i in range(head, body, 8):
+        byte = validity[(offset + i) >> 3]
+        if byte == 0:
+            out[i:i + 8] = null
+        elif byte != 255:
+            for k in range(8):
+                if not (byte >> k) & 1:
+                    out[i + k] = null
+    for i in range(body, n):
         b = offset + i
         if not (validity[b >> 3] >> (b & 7)) & 1:
             out[i] = null

@@ -56,7 +56,9 @@ def test_long_chunks_filled_by_the_compiled_pass_as_fill_null_fills_them(name, m
     rng = np.random.default_rng(len(name))
     type_ = COLUMN[name].type
     values = rng.integers(-3, 100, 1000)
-    whole = pa.array(values, type_, mask=rng.random(1000) < 0.4)
+    nulls = rng.random(1000) < 0.4
+    nulls[100:300], nulls[600:700] = True, False  # runs of whole bitmap bytes: all null, no null
+    whole = pa.array(values, type_, mask=nulls)
     col = pa.chunked_array([whole.slice(3, 500), whole.slice(11, 9), whole.slice(0, 5), whole.slice(517)], type_)
     dest = np.empty(len(col), _reference(col, name).dtype)
     into(col, name, dest)
