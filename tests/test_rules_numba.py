@@ -141,3 +141,27 @@ def test_put_flag_agrees_with_flag_hits(seed):
     # ... and every reported outstanding put maps to the flag write that reported it, or an earlier one.
     f = np.flatnonzero(hit_put >= 0)
     assert (pf[hit_put[f]] >= 0).all() and (pf[hit_put[f]] <= f).all()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_unreset_entries_grouped_per_owner_region_and_launch_in_order_of_first_entry(seed):
+    """``_stale._group_runs`` against its contract, written the slow way: the entries (table order:
+    key, then launch) per (owner, region, launch), groups in order of their first entry, each group's
+    entries in table order; compiled and pure Python alike."""
+    from rules.analysis import _stale as S
+
+    rng = np.random.default_rng(seed)
+    lspan, words_per_rank, region_base = 5, 12, np.array([0, 4, 9])  # three regions per owner
+    keys = np.sort(rng.integers(0, 3 * words_per_rank, 300))
+    ck = np.sort(keys * lspan + rng.integers(0, lspan, 300)).astype(np.int64)
+    region = (np.searchsorted(region_base, (ck // lspan) % words_per_rank, "right") - 1).astype(np.int16)
+    idx = np.flatnonzero(rng.random(300) < 0.6).astype(np.int64)
+    groups: dict[tuple, list[int]] = {}
+    for i in idx.tolist():
+        groups.setdefault((ck[i] // lspan // words_per_rank, region[i], ck[i] % lspan), []).append(i)
+    want = list(groups.values())  # dicts keep first-insertion order: groups by their first entry
+    for fn in (S._group_runs, S._group_runs.py_func):
+        out, starts = np.empty_like(idx), np.empty(len(idx) + 1, np.int64)
+        count = fn(idx, ck, np.int64(lspan), np.int64(words_per_rank), region, out, starts)
+        starts[count] = len(idx)
+        assert [g.tolist() for g in np.split(out, starts[1:count])] == want

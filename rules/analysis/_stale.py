@@ -98,39 +98,39 @@ def _unreset(table, resets, out):
 @kernel
 def _group_runs(idx, ck, lspan, words_per_rank, region, out, starts):
     # idx ascends in table order, which sorts by key (owner, then word address) and then launch: a
-    # region is one address range, so each (owner, region) is one run of idx. Within a run, a
-    # stable sort by launch makes each launch's entries contiguous; the run's groups are then
-    # written out in order of their first entry. Returns the number of groups; starts[g] is where
-    # group g begins in out.
+    # region is one address range, so each (owner, region) is one run of idx. Within a run the
+    # entries are spread by launch, a counting sort (launches are few: lspan), each launch's in
+    # table order; the run's groups are written out in order of their first entry. Returns the
+    # number of groups; starts[g] is where group g begins in out.
     n = len(idx)
+    size = np.zeros(lspan, np.int64)  # per launch of the current run: its entries
+    first = np.empty(lspan, np.int64)  # ... its first entry (a position in idx)
+    fill = np.empty(lspan, np.int64)  # ... where its next entry goes in out
     count = 0
     pos = 0
     a = 0
     while a < n:
-        owner, reg = ck[idx[a]] // lspan // words_per_rank, region[idx[a]]
-        b = a + 1
-        while b < n and ck[idx[b]] // lspan // words_per_rank == owner and region[idx[b]] == reg:
+        owner = ck[idx[a]] // lspan // words_per_rank
+        owner_end = (owner + 1) * words_per_rank * lspan  # ck ascends: the run ends at the next owner
+        reg = region[idx[a]]
+        b = a
+        while b < n and ck[idx[b]] < owner_end and region[idx[b]] == reg:
+            launch = ck[idx[b]] % lspan
+            if size[launch] == 0:
+                first[launch] = b
+            size[launch] += 1
             b += 1
-        launch = np.empty(b - a, np.int64)
-        for t in range(a, b):
-            launch[t - a] = ck[idx[t]] % lspan
-        order = np.argsort(launch, kind="mergesort")
-        # The run's groups in launch order: each one's bounds in order, and its first entry.
-        lo = np.empty(b - a + 1, np.int64)
-        first = np.empty(b - a, np.int64)
-        groups = 0
-        for t in range(b - a):
-            if t == 0 or launch[order[t]] != launch[order[t - 1]]:
-                lo[groups] = t
-                first[groups] = order[t]  # stable: the group's first entry in table order
-                groups += 1
-        lo[groups] = b - a
-        for g in np.argsort(first[:groups]):
+        used = np.flatnonzero(size)
+        for launch in used[np.argsort(first[used])]:
             starts[count] = pos
             count += 1
-            for t in range(lo[g], lo[g + 1]):
-                out[pos] = idx[a + order[t]]
-                pos += 1
+            fill[launch] = pos
+            pos += size[launch]
+        for t in range(a, b):
+            launch = ck[idx[t]] % lspan
+            out[fill[launch]] = idx[t]
+            fill[launch] += 1
+        size[used] = 0
         a = b
     return count
 
