@@ -263,3 +263,47 @@ def test_trace_errors_cross_processes():
 
     e = pickle.loads(pickle.dumps(TraceError("x.jsonl", "line 3", "bad kind")))
     assert str(e) == "x.jsonl:line 3: bad kind"
+
+
+def test_describing_an_earlier_windows_evidence_infers_nothing(tmp_path, monkeypatch):
+    """A listed finding of an earlier window is described from that window read again: its rows'
+    fields and site names (declared, never inferred), not the manifest inference of the rules, which
+    reads and scans the whole window (2.3 s of a 20 M many-findings diagnose's evidence step)."""
+    import rules.analysis.inference as inference
+
+    _, blk = _blocked(tmp_path, "classic", ("count-not-reset",), seed=1)
+    calls: list[int] = []
+    infer = inference.infer
+    monkeypatch.setattr(inference, "infer", lambda trace: calls.append(1) or infer(trace))
+    report = diagnose(blk, Config(window_events=1))
+    windows = plan(Dataset(blk).blocks, 1, report.trace.events)
+    assert any(not windows[-1].owns(f.location.launch) for f in report.findings)  # one is read again
+    assert all(f.evidence for f in report.findings)
+    assert len(calls) == len(windows)  # once per window's rules, none for the evidence
+
+
+def test_an_earlier_window_read_again_for_its_evidence_reads_its_columns_at_once(tmp_path, monkeypatch):
+    """The columns the listed rows show are read in one pass over the window's files (after its kinds,
+    which decide them), not one pass per column."""
+    import analyzer.engine as engine
+
+    _, blk = _blocked(tmp_path, "classic", ("count-not-reset",), seed=1)
+    passes: list = []
+    arrays, link = Dataset.arrays, engine.link
+
+    def counted(self, names, blocks=None):
+        passes.append(blocks)
+        return arrays(self, names, blocks=blocks)
+
+    def marked(drafts):
+        passes.append("-- the rules are done --")
+        return link(drafts)
+
+    monkeypatch.setattr(Dataset, "arrays", counted)
+    monkeypatch.setattr(engine, "link", marked)
+    report = diagnose(blk, Config(window_events=1))
+    windows = plan(Dataset(blk).blocks, 1, report.trace.events)
+    again = {w.blocks for w in windows[:-1] if any(w.owns(f.location.launch) for f in report.findings)}
+    after = passes[passes.index("-- the rules are done --") + 1:]
+    assert again and set(after) == again
+    assert all(after.count(b) <= 2 for b in again), after
