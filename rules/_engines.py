@@ -52,11 +52,12 @@ def undeclared_width(trace, types, every: bool = True) -> np.ndarray:
     has (every=True: the width alone says the type is one of them), or none has (every=False:
     the width alone rules them out)."""
     rt = R.region_table(trace)
-    reg = trace["region"].astype(np.int64)
-    rows = (trace["kind"] == C.K_AMO) & (trace["dtype"] == C.NULL8) & (reg >= 0) & (reg < len(rt["elem_bytes"]))
-    eb = np.zeros(trace.n, np.int64)
-    eb[rows] = rt["elem_bytes"][reg[rows]]
-    return rows & np.isin(eb, _widths(set(types), every))
+    amo = np.flatnonzero(trace["kind"] == C.K_AMO)  # the few amo rows, not trace-long temporaries
+    reg = trace["region"][amo].astype(np.int64)
+    ok = (trace["dtype"][amo] == C.NULL8) & (reg >= 0) & (reg < len(rt["elem_bytes"]))
+    out = np.zeros(trace.n, bool)
+    out[amo[ok]] = np.isin(rt["elem_bytes"][reg[ok]], _widths(set(types), every))
+    return out
 
 
 def element_bytes(trace, row: int) -> int:
