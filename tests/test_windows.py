@@ -184,51 +184,41 @@ def test_windows_free_their_views(tmp_path):
     assert not [o for o in gc.get_objects() if isinstance(o, TraceView)]
 
 
-def test_the_last_windows_evidence_is_not_read_again(tmp_path, monkeypatch):
-    """The listed findings of the last window are described from its columns, kept past the rules
-    (without the stages' results); only an earlier window's findings make it read a window again.
-    Here every finding lies in the last window (the stop ends the trace there): once the rules are
-    done, no column is read again (only one the rules never asked for, a kernel's name)."""
+def _reads_around_the_link(monkeypatch, blk, what):
+    """Diagnose ``blk`` in one-block windows, recording ``what(columns, blocks)`` of every read of the
+    dataset: (report, the reads while the rules ran, the reads after them)."""
     import analyzer.engine as engine
 
-    _, blk = _blocked(tmp_path, "reduce_scatter", ("rank-stop",), seed=1)
     reads: list = []
+    done: list[int] = []
     arrays, link = Dataset.arrays, engine.link
 
     def counted(self, names, blocks=None):
-        reads.extend(names)
+        reads.append(what(names, blocks))
         return arrays(self, names, blocks=blocks)
 
     def marked(drafts):
-        reads.append("-- the rules are done --")
+        done.append(len(reads))
         return link(drafts)
 
     monkeypatch.setattr(Dataset, "arrays", counted)
     monkeypatch.setattr(engine, "link", marked)
     report = diagnose(blk, Config(window_events=1))
+    return report, reads[:done[0]], reads[done[0]:]
+
+
+def test_the_last_windows_evidence_is_not_read_again(tmp_path, monkeypatch):
+    """The listed findings of the last window are described from its columns, kept past the rules
+    (without the stages' results); only an earlier window's findings make it read a window again.
+    Here every finding lies in the last window (the stop ends the trace there): once the rules are
+    done, no column is read again (only one the rules never asked for, a kernel's name)."""
+    _, blk = _blocked(tmp_path, "reduce_scatter", ("rank-stop",), seed=1)
+    report, during, after = _reads_around_the_link(monkeypatch, blk, lambda names, blocks: list(names))
     windows = plan(Dataset(blk).blocks, 1, report.trace.events)
     assert len(windows) >= 2 and report.findings
     assert all(windows[-1].owns(f.location.launch) and f.evidence for f in report.findings)
-    done = reads.index("-- the rules are done --")
-    assert not set(reads[done + 1:]) & set(reads[:done]), reads[done + 1:]
-
-
-def test_a_window_whose_drafts_outlive_it_hands_its_freed_memory_back(tmp_path, monkeypatch):
-    """Drafts outlive their window amid the memory it freed: from ``_TRIM_FROM`` drafts that memory goes
-    back to the kernel before the next window (else the heap grows past the holes), below it stays for
-    the next window's arrays; the last window's view is kept for the evidence, so nothing is freed there."""
-    import analyzer.window_run as W
-    import ingest._allocator as A
-
-    _, blk = _blocked(tmp_path, "classic", ("count-not-reset",), seed=1)
-    trims: list[int] = []
-    monkeypatch.setattr(A, "trim", lambda: trims.append(1))
-    report = diagnose(blk, Config(window_events=1))
-    windows = plan(Dataset(blk).blocks, 1, report.trace.events)
-    assert len(windows) >= 3 and report.findings and not trims  # a few findings: memory kept
-    monkeypatch.setattr(W, "_TRIM_FROM", 0)
-    diagnose(blk, Config(window_events=1))
-    assert len(trims) == len(windows) - 1
+    again = {n for names in after for n in names} & {n for names in during for n in names}
+    assert not again, after
 
 
 def test_window_events_must_be_positive():
@@ -285,25 +275,9 @@ def test_describing_an_earlier_windows_evidence_infers_nothing(tmp_path, monkeyp
 def test_an_earlier_window_read_again_for_its_evidence_reads_its_columns_at_once(tmp_path, monkeypatch):
     """The columns the listed rows show are read in one pass over the window's files (after its kinds,
     which decide them), not one pass per column."""
-    import analyzer.engine as engine
-
     _, blk = _blocked(tmp_path, "classic", ("count-not-reset",), seed=1)
-    passes: list = []
-    arrays, link = Dataset.arrays, engine.link
-
-    def counted(self, names, blocks=None):
-        passes.append(blocks)
-        return arrays(self, names, blocks=blocks)
-
-    def marked(drafts):
-        passes.append("-- the rules are done --")
-        return link(drafts)
-
-    monkeypatch.setattr(Dataset, "arrays", counted)
-    monkeypatch.setattr(engine, "link", marked)
-    report = diagnose(blk, Config(window_events=1))
+    report, _, after = _reads_around_the_link(monkeypatch, blk, lambda names, blocks: blocks)
     windows = plan(Dataset(blk).blocks, 1, report.trace.events)
     again = {w.blocks for w in windows[:-1] if any(w.owns(f.location.launch) for f in report.findings)}
-    after = passes[passes.index("-- the rules are done --") + 1:]
     assert again and set(after) == again
     assert all(after.count(b) <= 2 for b in again), after
