@@ -95,42 +95,68 @@ def _unreset(table, resets, out):
         a = b
 
 
+_COUNTED_LAUNCHES = 1 << 16  # launch spans up to this are counting-sorted; wider ones (far-apart launch numbers) merge-sorted
+
+
 @kernel
 def _group_runs(idx, ck, lspan, words_per_rank, region, out, starts):
     # idx ascends in table order, which sorts by key (owner, then word address) and then launch: a
     # region is one address range, so each (owner, region) is one run of idx. Within a run the
-    # entries are spread by launch, a counting sort (launches are few: lspan), each launch's in
-    # table order; the run's groups are written out in order of their first entry. Returns the
-    # number of groups; starts[g] is where group g begins in out.
+    # entries are ordered by launch, each launch's in table order (a counting sort where the launch
+    # span is small, as in every real trace; else a stable argsort of the run), and the run's groups
+    # are written out in order of their first entry. Returns the number of groups; starts[g] is
+    # where group g begins in out.
     n = len(idx)
-    size = np.zeros(lspan, np.int64)  # per launch of the current run: its entries
-    first = np.empty(lspan, np.int64)  # ... its first entry (a position in idx)
-    fill = np.empty(lspan, np.int64)  # ... where its next entry goes in out
+    counted = lspan <= _COUNTED_LAUNCHES
+    slots = lspan if counted else 1
+    size = np.zeros(slots, np.int64)  # per launch of the current run: its entries
+    first = np.empty(slots, np.int64)  # ... its first entry (a position in idx)
+    fill = np.empty(slots, np.int64)  # ... where its next entry goes in out
     count = 0
     pos = 0
     a = 0
     while a < n:
-        owner = ck[idx[a]] // lspan // words_per_rank
-        owner_end = (owner + 1) * words_per_rank * lspan  # ck ascends: the run ends at the next owner
-        reg = region[idx[a]]
-        b = a
-        while b < n and ck[idx[b]] < owner_end and region[idx[b]] == reg:
-            launch = ck[idx[b]] % lspan
-            if size[launch] == 0:
-                first[launch] = b
-            size[launch] += 1
+        owner, reg = ck[idx[a]] // lspan // words_per_rank, region[idx[a]]
+        b = a + 1  # (the owner's bounds as a product of ck's could overflow on far-apart launches)
+        while b < n and ck[idx[b]] // lspan // words_per_rank == owner and region[idx[b]] == reg:
             b += 1
-        used = np.flatnonzero(size)
-        for launch in used[np.argsort(first[used])]:
-            starts[count] = pos
-            count += 1
-            fill[launch] = pos
-            pos += size[launch]
-        for t in range(a, b):
-            launch = ck[idx[t]] % lspan
-            out[fill[launch]] = idx[t]
-            fill[launch] += 1
-        size[used] = 0
+        if counted:
+            for t in range(a, b):
+                launch = ck[idx[t]] % lspan
+                if size[launch] == 0:
+                    first[launch] = t
+                size[launch] += 1
+            used = np.flatnonzero(size)
+            for launch in used[np.argsort(first[used])]:
+                starts[count] = pos
+                count += 1
+                fill[launch] = pos
+                pos += size[launch]
+            for t in range(a, b):
+                launch = ck[idx[t]] % lspan
+                out[fill[launch]] = idx[t]
+                fill[launch] += 1
+            size[used] = 0
+        else:
+            launches = np.empty(b - a, np.int64)
+            for t in range(a, b):
+                launches[t - a] = ck[idx[t]] % lspan
+            order = np.argsort(launches, kind="mergesort")
+            lo = np.empty(b - a + 1, np.int64)  # each launch's bounds in order, and its first entry
+            firsts = np.empty(b - a, np.int64)
+            groups = 0
+            for t in range(b - a):
+                if t == 0 or launches[order[t]] != launches[order[t - 1]]:
+                    lo[groups] = t
+                    firsts[groups] = order[t]
+                    groups += 1
+            lo[groups] = b - a
+            for g in np.argsort(firsts[:groups]):
+                starts[count] = pos
+                count += 1
+                for t in range(lo[g], lo[g + 1]):
+                    out[pos] = idx[a + order[t]]
+                    pos += 1
         a = b
     return count
 
