@@ -27,12 +27,17 @@ _TOP_PAD = 256 << 20  # extra bytes the heap grows by: fewer brk calls while a s
 _kept: list[bool] = []  # set once the policy is on
 
 
+def glibc() -> bool:
+    """Whether this process's C library is glibc (the policy's ``mallopt`` is glibc's)."""
+    try:
+        return bool(os.confstr("CS_GNU_LIBC_VERSION"))
+    except (ValueError, OSError, AttributeError):  # no such name: not glibc
+        return False
+
+
 def keep_freed_memory() -> bool:
     """Turn the policy on in this process; False where the C library is not glibc or refuses."""
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION"):
-            return False
-    except (ValueError, OSError, AttributeError):  # no such name: not glibc
+    if not glibc():
         return False
     import ctypes
 

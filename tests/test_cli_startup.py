@@ -1,13 +1,14 @@
 """`moetrace --help` must stay fast: no heavy package may load just to print help."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
+
+from ingest._allocator import glibc
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -128,7 +129,6 @@ def test_warming_numba_in_moetrace_own_process_runs_no_collection():
     assert (runs, enabled) == ("0", "True") and int(frozen) > 10_000, r.stdout
 
 
-
 _REALLOCATE = ("import resource, sys, numpy as np\n"
                "if sys.argv[1] == 'own':\n"
                "    from ingest._jit import own_process\n"
@@ -139,14 +139,7 @@ _REALLOCATE = ("import resource, sys, numpy as np\n"
                "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)")
 
 
-def _glibc() -> bool:
-    try:
-        return bool(os.confstr("CS_GNU_LIBC_VERSION"))
-    except (ValueError, OSError, AttributeError):
-        return False
-
-
-@pytest.mark.skipif(not _glibc(), reason="the policy is glibc's mallopt")
+@pytest.mark.skipif(not glibc(), reason="the policy is glibc's mallopt")
 def test_moetrace_own_process_reuses_freed_memory_without_page_faults():
     """A diagnose frees and allocates trace-long arrays stage after stage: in moetrace's own process the
     second 256 MiB array reuses the first's pages (no page faults), elsewhere glibc's default stands
@@ -168,7 +161,7 @@ _TRIMMED = ("import os, numpy as np\n"
             "print(before - rss())")
 
 
-@pytest.mark.skipif(not _glibc(), reason="the policy is glibc's mallopt")
+@pytest.mark.skipif(not glibc(), reason="the policy is glibc's mallopt")
 def test_trim_hands_back_the_memory_the_policy_kept():
     """What a window freed stays with the process for the next (above); ``trim``, which the engine calls
     after a window whose drafts outlive it amid that memory, hands it back to the kernel (MiB)."""
