@@ -95,10 +95,16 @@ def _get(ray, ref) -> list:
 
 def _drop(ray, refs: list) -> None:
     """Cancel the windows not read yet and read what they left, quietly: Ray prints an error nobody
-    read, the worker's traceback and all, when its reference is freed (after the CLI's one line)."""
+    read, the worker's traceback and all, when its reference is freed (after the CLI's one line).
+
+    A window still running is ended with its worker (``force``). Ray's default raises
+    KeyboardInterrupt in the task and keeps the worker for the next one, in whatever state the
+    interrupt left it: one caught importing numba failed every later window it ran with "module
+    'numba' has no attribute 'core'". A queued window is just dropped; Ray starts a new worker.
+    """
     for ref in refs:
         try:
-            ray.cancel(ref)
+            ray.cancel(ref, force=True)
         except Exception:  # noqa: BLE001  (done already, or the cluster is going: nothing to stop)
             pass
     try:

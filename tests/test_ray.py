@@ -144,6 +144,49 @@ def test_cli_engine_ray_prints_the_one_job_report(tmp_path, cluster, cli):
     assert (on_ray.code, on_ray.stdout) == (one.code, one.stdout) and one.code == 1
 
 
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")  # a zombie has exited; its parent (the raylet) reaps it
+
+
+def test_a_window_cancelled_mid_run_takes_its_worker_with_it(tmp_path, cluster, monkeypatch):
+    """When a window fails, a window still running is cancelled by ending its worker.
+
+    Ray's default cancel raises KeyboardInterrupt in the task and keeps the worker for the next
+    one, in whatever state the interrupt found it. In CI it found one half way through importing
+    numba: every later window on that worker failed with "module 'numba' has no attribute 'core'".
+    """
+    import analyzer.ray_engine
+
+    running = tmp_path / "running"
+    running.mkdir()
+
+    def task(dataset, window, config, codes):  # nested: Ray ships it by value
+        import os
+        import time
+
+        if window == 0:  # fails once another window runs beside it
+            deadline = time.monotonic() + 60
+            while not any(running.iterdir()) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            raise RuntimeError("window 0 fails")
+        (running / str(os.getpid())).touch()
+        time.sleep(300)
+
+    monkeypatch.setattr(analyzer.ray_engine, "_window_task", task)
+    with pytest.raises(RuntimeError, match="window 0 fails"):
+        list(RayWindows(max_retries=0)(tmp_path, [0, 1], None, []))
+    pids = [int(p.name) for p in running.iterdir()]
+    assert pids, "window 1 never ran beside window 0"
+    deadline = time.monotonic() + 30
+    while any(map(_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(_alive, pids)), "the cancelled window's worker lives on, to run the next job"
+
+
 def test_cli_engine_and_address_are_checked(tmp_path, cli):
     for args, what in ((("--engine", "spark"), "command line: --engine"),
                        (("--address", "127.0.0.1:6379"), "command line: --address")):
