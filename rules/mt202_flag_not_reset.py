@@ -42,7 +42,9 @@ class FlagNotReset(Rule):
         the value it holds at the end of each launch from the launch's writes
         in happens-before order (unknown after a put that carries no value;
         barrier phases; a write after a wait on the word on the same core
-        follows the write that satisfied the wait) and
+        follows the write that satisfied the wait; an owner's reset that a
+        core barrier or a flag it waited on orders after the last write, a
+        sibling core's or a peer's, is that write's successor) and
         reports words not at `reset`. Hits are grouped per (owner rank,
         region, launch) and located at the owner, who should have reset them.
         Skipped: launches of the owner that did not finish or never began
