@@ -28,7 +28,9 @@ class StaleWait(Rule):
         it reads last round's rows (silent corruption), and the producer's
         late write then satisfies the *next* round's wait early, so the
         error propagates. The flag should have been reset after use, or the
-        wait should compare against this round's generation.
+        wait should compare against this round's generation. Where the
+        owner left the word off reset at the end of the launch that wrote
+        the value (MT202's finding), the hit cites it: that is the defect.
 
     Example
         launch 0: rank 1 signals ready[3]=1; rank 0 waits ready[3]==1 (no reset)
@@ -46,6 +48,7 @@ class StaleWait(Rule):
     severity = Severity.ERROR
     summary = "Wait satisfied by a value written in an earlier launch and never reset"
     requires = (Stage.CORE_SCAN, Stage.WORD_TABLE)
+    cites = ("MT202",)
     infers_from = ("reset", "slot_words", "monotonic")
 
     def check(self, trace, ctx):
@@ -55,6 +58,7 @@ class StaleWait(Rule):
         w, stale = words.table, words.stale_waits()
         _, e2b = ctx.stage(CoreScan).wait_pairs()
         everyone = tuple((r, None) for r in range(trace.manifest.ranks))  # a write may come from any rank
+        not_reset = words.not_reset()
         for e, src in zip(stale.ends.tolist(), stale.source.tolist()):
             b = int(e2b[e])
             d, ds = trace.describe(e), trace.describe(int(w.row[src]))
@@ -76,4 +80,15 @@ class StaleWait(Rule):
             gap = H.launch_gap(trace, range(trace.manifest.ranks), int(d["launch"])) if trace.partial else None
             weak = H.weakened(msg, gap) if gap else {"message": msg}
             yield self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak, rests_on=everyone,
+                           caused_by=_left_set(trace, not_reset, int(trace.key[e]), int(ds["launch"])),
                            extra={"observed": d["observed"], "written_launch": ds["launch"]})
+
+
+def _left_set(trace, not_reset: dict, key: int, launch: int) -> tuple:
+    """MT202's finding on the word where the owner left it off reset at the end of ``launch``, the
+    launch whose value the wait saw: that is the defect, the stale wait its consequence."""
+    owner, region, offset = trace.decode_key(key)
+    found = not_reset.get((owner, region, launch))
+    if found is None or not (found[1] == offset).any():
+        return ()
+    return (("MT202", found[0]),)
