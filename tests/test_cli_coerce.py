@@ -49,7 +49,8 @@ def test_lean_conversion_is_typers(name, cmd, param):
     assert decided  # None at least: an option not given
 
 
-def _modules(*args: str) -> list[str]:
+def _run(*args: str) -> tuple[list[str], str]:
+    """(the modules a command imported, what it printed on stderr before them)."""
     code = ("import json, os, sys\n"
             f"sys.argv = ['moetrace', *{list(args)!r}]\n"
             "sys.stdout = open(os.devnull, 'w')\n"
@@ -57,14 +58,20 @@ def _modules(*args: str) -> list[str]:
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(json.dumps(sorted(sys.modules)), file=sys.stderr)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(r.stderr.strip().splitlines()[-1])
+    *said, modules = r.stderr.strip().splitlines()
+    return json.loads(modules), "\n".join(said)
+
+
+def _modules(*args: str) -> list[str]:
+    return _run(*args)[0]
 
 
 def test_a_diagnose_converts_its_arguments_without_pydantic(tmp_path):
     trace = str(CORPUS / "classic_invalid_expert_9")
-    modules = _modules("diagnose", trace, "--format", "json", "--fail-on", "warning", "--select", "MT5",
-                       "--max-findings", "3", "-j", "1", "-o", str(tmp_path / "r.json"), "--config", "/dev/null")
+    modules, said = _run("diagnose", trace, "--format", "json", "--fail-on", "warning", "--select", "MT5",
+                         "--max-findings", "3", "-j", "1", "-o", str(tmp_path / "r.json"), "--config", "/dev/null")
     assert "analyzer.commands.diagnose" in modules and "pydantic" not in modules
+    assert (tmp_path / "r.json").is_file(), said  # once, under a loaded suite, it was not: say why
     assert json.loads((tmp_path / "r.json").read_text())["findings"]
 
 

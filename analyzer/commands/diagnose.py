@@ -16,6 +16,7 @@ from typing import Annotated, Literal, Optional, Sequence, TextIO
 import typer
 
 from analyzer.config import FAIL_ON
+from analyzer.output import write_output
 from analyzer.report import FORMATS
 
 from ._common import Command
@@ -106,7 +107,7 @@ def run_diagnose(inputs: Sequence[Path], options: DiagnoseOptions = DiagnoseOpti
     text = render(report, fmt, fail_on=config.fail_on, color=color, **extra)
     if output is not None:
         try:
-            _write_atomic(Path(output), text)
+            write_output(output, lambda target: target.write_text(text))
         except OSError as e:
             print(f"moetrace: error: {output}: cannot write report: {e.strerror or e}", file=err)
             return 2
@@ -137,17 +138,6 @@ def _isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    # A CI step must never read half a report: write beside it, then rename.
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def register(app: typer.Typer) -> None:

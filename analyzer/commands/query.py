@@ -25,6 +25,8 @@ from typing import Literal, Optional
 
 import typer
 
+from analyzer.output import write_output
+
 from ._common import Command, die
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -200,19 +202,14 @@ def _parquet(table, output: Path | None) -> None:
 
 
 def _atomic(output: Path, write) -> None:
-    """``write(tmp)`` beside ``output``, then rename: a reader never sees half a result."""
+    """``write(target)`` for ``output`` (``analyzer.output``): a reader never sees half a result."""
     output = Path(output)
     if not output.parent.is_dir():  # say it before the query runs, in our words, not the writer's
         raise die(f"{output}: cannot write: no such directory {output.parent}")
-    tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
     try:
-        write(tmp)
-        os.replace(tmp, output)
+        write_output(output, write)
     except OSError as e:
         raise die(f"{output}: cannot write: {e.strerror or e}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _sandbox(con, dataset, sql: str) -> str:

@@ -11,12 +11,12 @@ describes the file.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
+from ..output import write_output
 from ._clock import place
 from ._draw import draw
 from ._flows import add_flows, cause_pairs, release_pairs, row_of
@@ -124,13 +124,8 @@ def _metadata(ds, placement, rank: np.ndarray, d) -> list[dict]:
 
 
 def write(doc: dict, path: Path) -> None:
-    """Write the document beside ``path``, then rename: a reader never sees half a timeline."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "w") as fh:
+    """Write the document to ``path`` (``analyzer.output``): a reader never sees half a timeline."""
+    def dump(target: Path) -> None:
+        with open(target, "w") as fh:
             json.dump(doc, fh, separators=(",", ":"))
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_output(path, dump)
