@@ -58,7 +58,7 @@ class StaleWait(Rule):
         w, stale = words.table, words.stale_waits()
         _, e2b = ctx.stage(CoreScan).wait_pairs()
         everyone = tuple((r, None) for r in range(trace.manifest.ranks))  # a write may come from any rank
-        not_reset = words.not_reset()
+        not_reset = words.not_reset() if len(stale.ends) else {}  # built only where a wait is stale
         for e, src in zip(stale.ends.tolist(), stale.source.tolist()):
             b = int(e2b[e])
             d, ds = trace.describe(e), trace.describe(int(w.row[src]))
