@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from analyzer.output import write_output
 from analyzer.timeline import write as write_timeline
-from conftest import ROOT
 
 TRACE = ROOT / "tests" / "corpus" / "classic_invalid_expert_9"
 
@@ -36,32 +38,62 @@ def _drain(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+class _Pipe:
+    """A FIFO with a reader open (non-blocking, so a writer's open returns at once) and a thread
+    emptying it, so a writer never blocks on a full pipe; ``take()`` what was written so far."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        os.mkfifo(path)
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        self.got = bytearray()
+        self._start()
+
+    def _start(self) -> None:
+        self.stop = threading.Event()
+        self.pump = threading.Thread(target=self._run, daemon=True)
+        self.pump.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            self.got += _drain(self.fd)
+            time.sleep(0.005)
+
+    def take(self) -> bytes:
+        self.stop.set()
+        self.pump.join()
+        self.got += _drain(self.fd)
+        out, self.got = bytes(self.got), bytearray()
+        self._start()
+        return out
+
+    def close(self) -> None:
+        self.stop.set()
+        self.pump.join()
+        os.close(self.fd)
+
+
 @pytest.fixture
 def fifo(tmp_path):
-    """A FIFO with a reader already open (non-blocking), so a writer's open returns at once."""
-    path = tmp_path / "pipe"
-    os.mkfifo(path)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    yield path, fd
-    os.close(fd)
+    pipe = _Pipe(tmp_path / "pipe")
+    yield pipe
+    pipe.close()
 
 
 def test_diagnose_writes_into_a_pipe_and_leaves_it_a_pipe(fifo, cli):
-    path, fd = fifo
-    r = cli("diagnose", TRACE, "--format", "json", "-o", path)
+    r = cli("diagnose", TRACE, "--format", "json", "-o", fifo.path)
     assert r.code == 1, r.stderr
-    assert stat.S_ISFIFO(os.stat(path).st_mode)
-    assert json.loads(_drain(fd))["findings"]
+    assert stat.S_ISFIFO(os.stat(fifo.path).st_mode)
+    assert json.loads(fifo.take())["findings"]
 
 
 def test_query_and_timeline_write_into_a_pipe_too(fifo, cli, tmp_path):
-    path, fd = fifo
     assert cli("ingest", TRACE, "-o", tmp_path / "ds").code == 0
-    r = cli("query", tmp_path / "ds", "select count(*) as n from events", "--format", "csv", "-o", path)
+    r = cli("query", tmp_path / "ds", "select count(*) as n from events", "--format", "csv", "-o", fifo.path)
     assert r.code == 0, r.stderr
-    assert stat.S_ISFIFO(os.stat(path).st_mode) and _drain(fd).decode().splitlines()[0] == "n"
-    write_timeline({"traceEvents": []}, path)
-    assert stat.S_ISFIFO(os.stat(path).st_mode) and json.loads(_drain(fd)) == {"traceEvents": []}
+    assert stat.S_ISFIFO(os.stat(fifo.path).st_mode) and fifo.take().decode().splitlines()[0] == "n"
+    write_timeline({"traceEvents": []}, fifo.path)
+    assert stat.S_ISFIFO(os.stat(fifo.path).st_mode) and json.loads(fifo.take()) == {"traceEvents": []}
 
 
 def test_a_symlink_stays_a_link_to_the_file_it_names(tmp_path, cli):
