@@ -107,7 +107,7 @@ def _query(ds, dataset: str, sql: str, fmt: str, output: Path | None, unsafe: bo
     if fmt == "parquet":
         _parquet(table, output)
     elif output is not None:
-        _atomic(output, lambda tmp: Path(tmp).write_text(render(names, rows, fmt)))
+        _atomic(output, lambda target: target.write_text(render(names, rows, fmt)))
     else:
         typer.echo(render(names, rows, fmt), nl=False)
 
@@ -193,7 +193,7 @@ def _parquet(table, output: Path | None) -> None:
 
     table = table if table is not None else pa.table({})
     if output is not None:
-        _atomic(output, lambda tmp: pq.write_table(table, tmp))
+        _atomic(output, lambda target: pq.write_table(table, target))
         return
     with tempfile.TemporaryDirectory(prefix="moetrace-query-") as tmp:
         path = Path(tmp) / "out.parquet"
