@@ -71,11 +71,12 @@ def _kind_fields(trace: "TraceView", kind: Kind, rows: np.ndarray, nulls: list |
 
 def owned(window, hits: Sequence["Hit"], trace: "TraceView") -> list["Hit"]:
     """The hits that are this window's to report: their primary event (else their launch) in the main blocks."""
-    first = [h.rows[0][1] for h in hits if h.rows]
+    firsts = [h.first_row for h in hits]
+    first = [r for r in firsts if r is not None]
     launch = iter(trace.col("launch")[np.asarray(first, np.int64)].tolist()) if first else iter(())
     out = []
-    for h in hits:
-        at = next(launch) if h.rows else h.location.get("launch")
+    for h, row in zip(hits, firsts):
+        at = next(launch) if row is not None else h.location.get("launch")
         if window.owns(None if at is None else int(at)):
             out.append(h)
     return out
@@ -87,18 +88,18 @@ def drafts_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: type[
     (one gather per column for all of them), in the ``window`` whose view its rows index. Only the
     findings a report lists are built from their drafts and have their rows described
     (``resolve``): a million hits of one class cost their count, not a million descriptions."""
-    firsts = [h.rows[0][1] for h in hits if h.rows]
-    places = iter(_first_places(trace, np.asarray(firsts, np.int64)))
+    firsts = [h.first_row for h in hits]
+    places = iter(_first_places(trace, np.asarray([r for r in firsts if r is not None], np.int64)))
     notes: dict[tuple, tuple[str, ...]] = {}  # inference notes by (region, properties): few distinct
     per_rule: dict[str, tuple] = {}  # (rule, family, severity) per code: the config's selectors matched once
     out = []
-    for h in hits:
+    for h, row in zip(hits, firsts):
         fixed = per_rule.get(h.code)
         if fixed is None:
             rule_ = rules.get(h.code, rule)
             fixed = per_rule[h.code] = (rule_, _value(rule_.family),
                                         config.severity_for(rule_) or None, _value(rule_.severity))
-        loc, seq = next(places) if h.rows else ({}, -1)
+        loc, seq = next(places) if row is not None else ({}, -1)
         out.append(_draft(h, fixed, trace, loc, notes, seq, window))
     return out
 

@@ -4,8 +4,11 @@ A rule is a class with explicit metadata and a docstring in four fixed
 sections (What it does / Why it matters / Example / Evidence); the docstring
 feeds ``moetrace explain`` and the SARIF rule descriptions alike.  A rule's
 ``check`` returns ``Hit`` values: what it found, where, on which events, and
-how sure it is.  The analyzer turns hits into findings (ids, fingerprints,
-cause links); rules never see findings, so this layer stays below it.
+how sure it is; a rule that finds one defect very many times yields them as
+one ``rules.hit_columns.HitColumns``, its typed fields as arrays and each
+message worded only for a finding a report lists.  The analyzer turns hits
+into findings (ids, fingerprints, cause links); rules never see findings, so
+this layer stays below it.
 """
 
 from __future__ import annotations
@@ -95,6 +98,11 @@ class Hit:
     stalls: tuple[tuple[int, int | None], ...] = ()
     defect: str = ""
     rests_on: tuple[tuple[int, int | None], ...] = ()
+
+    @property
+    def first_row(self) -> int | None:
+        """The row of its first evidence event (None: it names none): where it is placed."""
+        return self.rows[0][1] if self.rows else None
 
 
 @dataclass(frozen=True)

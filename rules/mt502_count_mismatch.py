@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import Kind, Role
@@ -10,6 +12,7 @@ from . import _hits as H
 from .analysis import Producers, Stage, WaitForGraph, WordTable
 from .analysis.groups import group_columns
 from .base import Confidence, Family, Rule, Severity, hits_of
+from .hit_columns import HitColumns
 
 _CAUSE_TEXT = {"MT202": "the receiver's counter was not reset after the previous launch",
                "MT404": "the sender's atomic count was relied on before its engine's quiet",
@@ -89,64 +92,96 @@ class CountMismatch(Rule):
         only_a = (last_a >= 0) & (last_b < 0) & (va != 0)
         only_b = (last_a < 0) & (last_b >= 0) & (vb != 0)
         sel = np.flatnonzero(both | only_a | only_b)
-        # A trace can have millions of mismatches: each column of the selected groups becomes Python
-        # ints in one gather (not a numpy scalar per field per hit), and what depends only on the
-        # (launch, sender, receiver) of a hit, not its expert, is worked out once per such triple.
+        # A trace can have millions of mismatches: they leave as columns (``HitColumns``), and what
+        # depends on a mismatch's side, silent rank and launch (its confidence, a gap), or on its
+        # (launch, sender, receiver, side) (its causes), is worked out once per such group.
         a_rows, b_rows = last_a[sel], last_b[sel]
-        first = np.where(a_rows >= 0, a_rows, b_rows)
-        seq = trace["seq"]
-        columns = (*uniq[:, sel].tolist(), a_rows.tolist(), b_rows.tolist(), va[sel].tolist(), vb[sel].tolist(),
-                   seq[np.maximum(a_rows, 0)].tolist(), seq[np.maximum(b_rows, 0)].tolist(),
-                   rank[first].tolist(), trace["core"][first].tolist(), seq[first].tolist())
-        gaps: dict = {}
-        explained: dict = {}
-
-        def gap_of(silent: int, launch: int) -> str | None:
-            if (silent, launch) not in gaps:
-                gaps[silent, launch] = H.launch_gap(trace, [silent], launch)
-            return gaps[silent, launch]
-
-        for L, i, j, e, a, b, v_a, v_b, seq_a, seq_b, *key in zip(*columns):
-            if a >= 0 and b >= 0:
-                side, gap, conf = "both", None, Confidence.CERTAIN
-                said = f"rank {i} announced {v_a} rows to rank {j} (seq {seq_a})"
-                heard = f"rank {j} received requested={v_b} from rank {i} (seq {seq_b})"
-                rows = (("announced count", a), ("deliver", b))
+        launches, senders, receivers, experts = uniq[:, sel]
+        side = np.where((a_rows >= 0) & (b_rows >= 0), 0, np.where(a_rows >= 0, 1, 2)).astype(np.int8)
+        silent = np.where(side == 1, receivers, senders)
+        one = np.flatnonzero(side > 0)
+        groups = group_columns([side[one], silent[one], launches[one]])
+        per_confidence = np.zeros(len(groups.first), np.int8)  # CONFIDENCES[0]: certain
+        per_gap = np.zeros(len(groups.first), np.int32)  # gaps[0]: None
+        per_keep = np.ones(len(groups.first), bool)
+        gaps: list[str | None] = [None]
+        for g, (s, quiet, L) in enumerate(groups.values.T.tolist()):
             # One side recorded nothing: an absence, which a lost ring part or dump may explain.
-            elif a >= 0:
-                side, gap = "not-received", gap_of(j, L)
-                if j in missing or gap:
-                    conf = Confidence.PARTIAL_TRACE
-                elif (L, j) in received:
-                    conf = Confidence.INFERRED
-                else:
-                    continue  # j recorded no deliveries at all this launch: nothing to compare
-                said = f"rank {i} announced {v_a} rows to rank {j} (seq {seq_a})"
-                heard = f"rank {j} recorded no delivery from rank {i}"
-                rows = (("announced count", a),)
+            why_not = H.launch_gap(trace, [quiet], L)
+            if why_not:
+                gaps.append(why_not)
+                per_gap[g] = len(gaps) - 1
+            elif quiet in missing:
+                per_confidence[g] = CONFIDENCES.index(Confidence.PARTIAL_TRACE)
+            elif (L, quiet) in (received if s == 1 else announced):
+                per_confidence[g] = CONFIDENCES.index(Confidence.INFERRED)
             else:
-                side, gap = "not-announced", gap_of(i, L)
-                if i in missing or gap:
-                    conf = Confidence.PARTIAL_TRACE
-                elif (L, i) in announced:
-                    conf = Confidence.INFERRED
-                else:
-                    continue
-                said = f"rank {i} announced nothing to rank {j}"
-                heard = f"rank {j} received requested={v_b} from rank {i} (seq {seq_b})"
-                rows = (("deliver", b),)
-            # Not a root of its own when the receiver's counter was never reset, or a copy meant
-            # for another peer landed here: the count then differs by what those left behind.
-            # One defect per side that recorded the count and per kind of cause that explains it.
-            if (L, i, j, side) not in explained:
-                explained[L, i, j, side] = _explained(ix, L, i, j, side)
-            causes, why, defect = explained[L, i, j, side]
-            msg = f"launch {L} local expert {e}: {said}, but {heard}{why}"
-            weak = H.weakened(msg, gap) if gap else {"message": msg, "confidence": conf}
-            yield self.hit(rows=rows, caused_by=causes, defect=defect, **weak, key=tuple(key),
-                           extra={"launch": L, "sender": i, "receiver": j, "local_expert": e,
-                                  "announced": v_a if a >= 0 else None,
-                                  "requested": v_b if b >= 0 else None})
+                per_keep[g] = False  # the silent rank recorded nothing at all this launch: nothing to compare
+        confidence = np.zeros(len(sel), np.int8)
+        gap = np.zeros(len(sel), np.int32)
+        keep = np.ones(len(sel), bool)
+        confidence[one], gap[one], keep[one] = (a[groups.inverse] for a in (per_confidence, per_gap, per_keep))
+        kept = np.flatnonzero(keep)
+        if not len(kept):
+            return
+        # Not a root of its own when the receiver's counter was never reset, or a copy meant
+        # for another peer landed here: the count then differs by what those left behind.
+        # One defect per side that recorded the count and per kind of cause that explains it.
+        groups = group_columns([launches[kept], senders[kept], receivers[kept], side[kept]])
+        explained = [_explained(ix, L, i, j, SIDES[s]) for L, i, j, s in groups.values.T.tolist()]
+        cause = groups.inverse.astype(np.int32)
+        first = np.where(a_rows >= 0, a_rows, b_rows)[kept]
+        seq = trace["seq"]
+        yield HitColumns(
+            code=self.code, fields=Mismatch, render=_message, extra=_extra,
+            columns={"launch": launches[kept], "sender": senders[kept], "receiver": receivers[kept],
+                     "local_expert": experts[kept], "side": side[kept], "announced": va[sel][kept],
+                     "requested": vb[sel][kept], "announced_seq": seq[np.maximum(a_rows, 0)][kept],
+                     "requested_seq": seq[np.maximum(b_rows, 0)][kept], "why": cause, "caused_by": cause,
+                     "defect": cause, "confidence": confidence[kept], "gap": gap[kept]},
+            tables={"side": SIDES, "why": tuple(why for _, why, _ in explained),
+                    "caused_by": tuple(causes for causes, _, _ in explained),
+                    "defect": tuple(defect for _, _, defect in explained), "confidence": CONFIDENCES,
+                    "gap": tuple(gaps)},
+            roles=("announced count", "deliver"), rows=np.stack((a_rows[kept], b_rows[kept]), axis=1),
+            key=np.stack([c[first].astype(np.int64) for c in (rank, trace["core"], seq)], axis=1))
+
+
+SIDES = ("both", "not-received", "not-announced")  # which side recorded the count
+CONFIDENCES = tuple(Confidence)
+
+
+class Mismatch(NamedTuple):
+    """A count mismatch's typed fields: its message and extra are rendered from these."""
+
+    launch: int
+    sender: int
+    receiver: int
+    local_expert: int
+    side: str  # SIDES: both; not-received: only the sender recorded it; not-announced: only the receiver
+    announced: int  # the sender's count (where it recorded one)
+    requested: int  # the receiver's requested rows (where it recorded them)
+    announced_seq: int
+    requested_seq: int
+    why: str  # the causes the message names, "" where none
+
+
+def _message(f: Mismatch) -> str:
+    if f.side == "not-announced":
+        said = f"rank {f.sender} announced nothing to rank {f.receiver}"
+    else:
+        said = f"rank {f.sender} announced {f.announced} rows to rank {f.receiver} (seq {f.announced_seq})"
+    if f.side == "not-received":
+        heard = f"rank {f.receiver} recorded no delivery from rank {f.sender}"
+    else:
+        heard = f"rank {f.receiver} received requested={f.requested} from rank {f.sender} (seq {f.requested_seq})"
+    return f"launch {f.launch} local expert {f.local_expert}: {said}, but {heard}{f.why}"
+
+
+def _extra(f: Mismatch) -> dict:
+    return {"launch": f.launch, "sender": f.sender, "receiver": f.receiver, "local_expert": f.local_expert,
+            "announced": None if f.side == "not-announced" else f.announced,
+            "requested": None if f.side == "not-received" else f.requested}
 
 
 def _explained(ix: dict, launch: int, sender: int, receiver: int, side: str) -> tuple[tuple, str, str]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .analysis import Options, Stage, Stages, allow, compute
 from .base import Hit, Rule, RuleContext
+from .hit_columns import expand
 
 if TYPE_CHECKING:  # pragma: no cover
     from .trace import TraceView
@@ -75,13 +76,13 @@ def run(trace: "TraceView", rules: Iterable[type[Rule]],
 
 
 def check_one(rule: type[Rule], trace: "TraceView", options: Mapping[str, Any] | None = None) -> list[Hit]:
-    """One rule's hits on the view, alone (the rules it cites are not run: their hits are whatever
+    """One rule's hits on the view (a ``HitColumns`` it yields as its members, ``ColumnHit``s), alone (the rules it cites are not run: their hits are whatever
     the view already holds), with its declared stages and the guard on: what ``run`` does for each
     rule, and what a rule's fixtures run."""
     ctx = RuleContext(options=dict(rule.options) if options is None else options,
                       stages=Stages(trace, rule.code, rule.requires))
     allow(trace, rule.code, rule.requires)
     try:
-        return list(rule().check(trace, ctx))
+        return expand(rule().check(trace, ctx))
     finally:
         allow(trace, None, None)

@@ -18,6 +18,7 @@ import pytest
 
 from analyzer.engine import diagnose
 from analyzer.report import render
+from rules.hit_columns import ColumnHit, HitColumns
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 TRACES = ["classic_count_not_reset", "classic_cut_before_round_two_wait", "classic_barrier_all_cores_off_by_one",
@@ -46,7 +47,15 @@ def test_rewording_every_message_keeps_every_fingerprint(name, monkeypatch):
     check_one = runner.check_one
 
     def reworded(rule, trace, options=None):
-        return [dataclasses.replace(h, message=_reworded(h.message)) for h in check_one(rule, trace, options)]
+        batches: dict[int, HitColumns] = {}  # a rule's hits as columns: their batch renders other words
+
+        def other(batch: HitColumns) -> HitColumns:
+            if id(batch) not in batches:
+                batches[id(batch)] = dataclasses.replace(batch, render=lambda f: _reworded(batch.render(f)))
+            return batches[id(batch)]
+
+        return [ColumnHit(other(h.batch), h.i) if isinstance(h, ColumnHit)
+                else dataclasses.replace(h, message=_reworded(h.message)) for h in check_one(rule, trace, options)]
 
     monkeypatch.setattr(runner, "check_one", reworded)
     after = diagnose(CORPUS / name)

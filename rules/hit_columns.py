@@ -1,0 +1,182 @@
+"""Many hits of one rule as columns, each member a ``Hit`` only when something asks for one.
+
+A rule that can find a defect hundreds of thousands of times (a count mismatch per
+expert, sender and receiver of every launch after a counter was left unreset) yields
+one ``HitColumns`` instead of a ``Hit`` per member: its typed fields as arrays, a
+member's message rendered from those fields by the rule, and only when a report
+prints it. The runner hands each member on as a ``ColumnHit``, which reads like a
+``Hit`` (``rules.base``) attribute for attribute, from the columns: what the engine
+asks of every hit (key, causes, defect) is a lookup, and what only a listed
+finding needs (message, evidence rows, extra) is built for that finding alone.
+
+A column named in ``tables`` holds indices into its table: the few distinct
+values a field takes (a cause list shared by every mismatch of one launch and
+pair of ranks, a gap note) are held once, not once per member.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, NamedTuple
+
+import numpy as np
+
+from .base import Hit
+
+# What a ``Hit`` says besides its code, message, rows, key and extra: a batch may hold each as a
+# column (one value per member), else as a constant for all of them, else the Hit's default.
+# A default dict (location) is shared by every member, so read-only.
+_DEFAULTS = {f.name: (MappingProxyType(f.default_factory()) if callable(f.default_factory)  # type: ignore[misc]
+                      else f.default)
+             for f in fields(Hit) if f.name not in ("code", "message", "rows", "key", "extra")}
+assert tuple(_DEFAULTS) == ("confidence", "severity", "caused_by", "location", "gap", "blocks", "stalls", "defect",
+                            "rests_on"), "ColumnHit.__init__ spells Hit's attributes out in this order"
+
+
+@dataclass(frozen=True, eq=False)
+class HitColumns:
+    """The hits of one rule as columns (see the module docstring).
+
+    ``fields`` is a NamedTuple of what a message is rendered from; ``columns`` holds one
+    array per field of it and per hit attribute (``confidence``, ``caused_by``, ``gap``,
+    ``defect``, ...) that differs between members, all of one length; ``tables`` names the
+    columns that hold indices into a table of values; ``constant`` the hit attributes
+    every member shares. ``rows`` is (members, roles): each member's evidence row per
+    role of ``roles``, -1 where it lacks that role; ``key`` is (members, width).
+    ``render(fields)`` words a member's message, ``extra(fields)`` its extra (the report's
+    machine-readable facts).
+    """
+
+    code: str
+    fields: type[NamedTuple]
+    columns: Mapping[str, np.ndarray]
+    roles: tuple[str, ...]
+    rows: np.ndarray
+    key: np.ndarray
+    render: Callable[[Any], str]
+    extra: Callable[[Any], Mapping[str, Any]] | None = None
+    tables: Mapping[str, tuple] = field(default_factory=dict)
+    constant: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.key)
+        unknown = set(self.columns) - set(self.fields._fields) - set(_DEFAULTS)
+        if unknown:
+            raise ValueError(f"{self.code}: columns {sorted(unknown)} are neither fields nor hit attributes")
+        short = [name for name, col in self.columns.items() if len(col) != n]
+        if short or len(self.rows) != n or self.rows.shape[1:] != (len(self.roles),):
+            raise ValueError(f"{self.code}: columns, rows and key of different lengths ({short or 'rows'})")
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+    def hits(self) -> list["ColumnHit"]:
+        values = [self.values(name) for name in _DEFAULTS]
+        return [ColumnHit(self, i, *at) for i, at in enumerate(zip(*values))]
+
+    def values(self, name: str) -> list:
+        """Every member's ``name`` (through its table), built once per batch when first asked."""
+        cache = self.__dict__.setdefault("_values", {})
+        found = cache.get(name)
+        if found is None:
+            col = self.columns.get(name)
+            if col is None:
+                found = [self.constant.get(name, _DEFAULTS.get(name))] * len(self)
+            else:
+                table = self.tables.get(name)
+                found = col.tolist() if table is None else [table[v] for v in col.tolist()]
+            cache[name] = found
+        return found
+
+    def value(self, name: str, i: int) -> Any:
+        """Member ``i``'s ``name``: its column's value (through its table), else the constant or
+        the Hit's default."""
+        return self.values(name)[i]
+
+    def member(self, i: int):
+        """Member ``i``'s typed fields."""
+        return self.fields(*(self.value(name, i) for name in self.fields._fields))
+
+    def first_rows(self) -> list[int | None]:
+        """Each member's first evidence row (None: it has none)."""
+        cache = self.__dict__.setdefault("_values", {})
+        if "first_row" not in cache:
+            present = self.rows >= 0
+            at = np.argmax(present, axis=1)
+            first = self.rows[np.arange(len(self)), at]
+            cache["first_row"] = [None if r < 0 else r for r in first.tolist()]
+        return cache["first_row"]
+
+    def __getstate__(self):  # the member lists are rebuilt where asked, not pickled
+        return {k: v for k, v in self.__dict__.items() if k != "_values"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+
+class ColumnHit:
+    """One member of a ``HitColumns``, read like the ``Hit`` it stands for. The attributes the engine
+    reads of every hit (its causes, defect, gap, ...) are slots, each a reference to a value the
+    batch holds once; what only a listed finding needs (message, rows, extra) is built when asked."""
+
+    __slots__ = ("batch", "i", *_DEFAULTS)
+
+    def __init__(self, batch: HitColumns, i: int, confidence, severity, caused_by, location, gap, blocks,
+                 stalls, defect, rests_on):  # _DEFAULTS' order, spelled out: a setattr loop costs 4 us a hit
+        self.batch, self.i, self.confidence, self.severity, self.caused_by = batch, i, confidence, severity, caused_by
+        self.location, self.gap, self.blocks, self.stalls = location, gap, blocks, stalls
+        self.defect, self.rests_on = defect, rests_on
+
+    def __reduce__(self):  # a window's drafts cross to the engine's process with their batch, pickled once
+        return _member, (self.batch, self.i)
+
+    @property
+    def code(self) -> str:
+        return self.batch.code
+
+    @property
+    def message(self) -> str:
+        return self.batch.render(self.batch.member(self.i))
+
+    @property
+    def rows(self) -> tuple[tuple[str, int], ...]:
+        return tuple((role, r) for role, r in zip(self.batch.roles, self.batch.rows[self.i].tolist()) if r >= 0)
+
+    @property
+    def first_row(self) -> int | None:
+        return self.batch.first_rows()[self.i]
+
+    @property
+    def key(self) -> tuple:
+        return tuple(self.batch.key[self.i].tolist())
+
+    @property
+    def extra(self) -> Mapping[str, Any]:
+        extra = self.batch.extra
+        return {} if extra is None else extra(self.batch.member(self.i))
+
+    def as_hit(self) -> Hit:
+        """The ``Hit`` this member stands for."""
+        return Hit(code=self.code, message=self.message, rows=self.rows, key=self.key, extra=self.extra,
+                   **{name: getattr(self, name) for name in _DEFAULTS})
+
+
+def _member(batch: HitColumns, i: int) -> ColumnHit:
+    return ColumnHit(batch, i, *(batch.values(name)[i] for name in _DEFAULTS))
+
+
+def as_hit(hit: Hit | ColumnHit) -> Hit:
+    """``hit`` as a ``Hit`` (a column member built whole): for what needs the dataclass itself."""
+    return hit.as_hit() if isinstance(hit, ColumnHit) else hit
+
+
+def expand(found) -> list:
+    """A rule's check output as hits: each ``HitColumns`` as its members, in place."""
+    out: list = []
+    for h in found:
+        if isinstance(h, HitColumns):
+            out.extend(h.hits())
+        else:
+            out.append(h)
+    return out

@@ -1,0 +1,96 @@
+"""Hits as columns (``rules.hit_columns``): read like hits, messages worded only for what a report lists."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import rules.mt502_count_mismatch as mt502
+from analyzer.config import Config
+from analyzer.engine import diagnose
+from rules.base import Confidence, Hit
+from rules.hit_columns import _DEFAULTS, ColumnHit, HitColumns, as_hit, expand
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+MANY = CORPUS / "udma_roce_quiet_missing_everywhere"  # 64 count mismatches
+
+
+class Fields(NamedTuple):
+    launch: int
+    side: str
+
+
+def _batch(**over) -> HitColumns:
+    base = dict(code="MT999", fields=Fields, render=_render, extra=_extra,
+                columns={"launch": np.array([3, 4, 5]), "side": np.array([0, 1, 0], np.int8),
+                         "confidence": np.array([0, 1, 0], np.int8), "gap": np.array([0, 0, 1], np.int8)},
+                tables={"side": ("left", "right"), "confidence": tuple(Confidence), "gap": (None, "rank 2 lost 5 events")},
+                constant={"defect": "both", "caused_by": (("MT202", (1, 2)),)},
+                roles=("first", "second"), rows=np.array([[10, 11], [-1, 12], [13, -1]]),
+                key=np.array([[0, 0, 1], [0, 1, 2], [1, 0, 3]]))
+    base.update(over)
+    return HitColumns(**base)
+
+
+def _render(f) -> str:
+    return f"launch {f.launch} on the {f.side}"
+
+
+def _extra(f) -> dict:
+    return {"launch": f.launch}
+
+
+def test_a_member_reads_like_the_hit_it_stands_for():
+    hits = expand([Hit(code="MT998", message="before"), _batch()])
+    assert [type(h) for h in hits] == [Hit, ColumnHit, ColumnHit, ColumnHit]
+    second = hits[2]
+    assert as_hit(second) == Hit(code="MT999", message="launch 4 on the right", rows=(("second", 12),),
+                                 key=(0, 1, 2), confidence=Confidence.INFERRED, caused_by=(("MT202", (1, 2)),),
+                                 extra={"launch": 4}, defect="both")
+    assert second.first_row == 12 and hits[3].first_row == 13 and hits[0].first_row is None
+    assert hits[3].gap == "rank 2 lost 5 events" and hits[1].gap is None
+    assert all(dict(h.location) == {} and h.blocks == () for h in hits[1:])
+    # Every attribute a Hit has besides code, message, rows, key and extra is a slot of the member.
+    assert set(_DEFAULTS) == set(ColumnHit.__slots__) - {"batch", "i"}
+
+
+def test_a_batch_that_does_not_add_up_is_refused():
+    with pytest.raises(ValueError, match="different lengths"):
+        _batch(rows=np.array([[10, 11]]))
+    with pytest.raises(ValueError, match="neither fields nor hit attributes"):
+        _batch(columns={"launch": np.array([3, 4, 5]), "side": np.array([0, 1, 0]), "wrong": np.array([1, 2, 3])})
+
+
+def test_members_cross_a_process_boundary_with_their_batch_pickled_once():
+    hits = _batch().hits()
+    back = pickle.loads(pickle.dumps(hits))
+    assert all(b.batch is back[0].batch for b in back)
+    assert [as_hit(b) for b in back] == [as_hit(h) for h in hits]
+    one = len(pickle.dumps(hits[:1]))
+    assert len(pickle.dumps(hits)) < one + 2 * 200  # each further member a reference, not a copy of the batch
+
+
+def test_a_report_words_only_the_messages_it_lists(monkeypatch):
+    worded: list = []
+    render = mt502._message
+
+    def counted(f):
+        worded.append(f)
+        return render(f)
+
+    monkeypatch.setattr(mt502, "_message", counted)
+    full = diagnose(MANY, Config(select=("MT502",), max_findings=None))
+    assert full.counts()["findings"] > 30
+    everything = len(worded)
+    worded.clear()
+    capped = diagnose(MANY, Config(select=("MT502",), max_findings=2))
+    listed = len(capped.findings)
+    assert capped.counts()["findings"] == full.counts()["findings"] > listed
+    # The listed findings, and the first member of each class for its shape; ties in the report's
+    # order compare messages too, but these findings differ in place.
+    assert len(worded) <= listed + len(capped.classes) < everything
+    assert [f.message for f in capped.findings] == [f.message for f in full.findings if f.id in {g.id for g in capped.findings}]
