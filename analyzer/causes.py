@@ -171,7 +171,7 @@ def link(drafts: Sequence[Draft]) -> Linked:
     """Decide the roots ((a)-(c) of the module doc), order the report and number it F1..Fn."""
     hits = [d.hit for d in drafts]
     levels = [level(d) for d in drafts]
-    keys = [normalize_key(h.key) for h in hits]
+    keys = _Keys(hits)
     causes, missing = _cited(hits, keys)
     rank = order_ranks(drafts, levels, keys, lambda i: message(drafts[i]))
     cycles = break_cycles(causes, rank)
@@ -208,36 +208,71 @@ def message(d: Draft) -> str:
     return partial_trace_message(hit.message, hit.gap) if hit.gap else hit.message
 
 
+class _Keys:
+    """Each hit's key, normalized, built where asked: only the hits a cause may name and the ties of
+    the report's order need theirs (a column hit's key is built from its batch's array)."""
+
+    def __init__(self, hits: Sequence):
+        self.hits = hits
+        self.built: dict[int, Any] = {}
+
+    def __getitem__(self, i: int) -> Any:
+        found = self.built.get(i, _NONE)
+        if found is _NONE:
+            found = self.built[i] = normalize_key(self.hits[i].key)
+        return found
+
+
+_NONE = object()
+
+
 def _cited(hits: Sequence, keys: Sequence) -> tuple[list[list[int]], dict[int, list[str]]]:
     """(a): each hit's reported causes (indices, in citation order, each once), and the causes it
-    names that no hit of this report is, as 'CODE [key]'."""
+    names that no hit of this report is, as 'CODE [key]'. Only the hits of a code some hit cites
+    are indexed: a million symptoms citing a few thousand roots index those roots alone."""
+    cited = {code for h in hits if h.caused_by for code, _ in h.caused_by}
     index: dict[tuple[str, Any], list[int]] = {}
     for i, h in enumerate(hits):
-        index.setdefault((h.code, keys[i]), []).append(i)
+        if h.code in cited:
+            index.setdefault((h.code, keys[i]), []).append(i)
     causes: list[list[int]] = []
     missing_of: dict[int, list[str]] = {}
+    resolved: dict[tuple, tuple] = {}  # per distinct caused_by: a million symptoms share a few
     for i, h in enumerate(hits):
         if not h.caused_by:
             causes.append([])
             continue
-        found: list[int] = []
-        seen: set[int] = set()  # found as a set: a finding can cite thousands of causes
-        missing: list[str] = []
-        for code, key in h.caused_by:
-            key = normalize_key(key)
-            reported = False
-            for j in index.get((code, key), ()):
-                if j != i:
-                    reported = True
-                    if j not in seen:
-                        seen.add(j)
-                        found.append(j)
-            if not reported:
-                missing.append(f"{code} {json.dumps(jsonable(key))}")
+        try:
+            named = resolved.get(h.caused_by)
+        except TypeError:  # a key that does not hash: resolved for this hit alone
+            named = _resolved(h.caused_by, index)
+        if named is None:
+            named = resolved[h.caused_by] = _resolved(h.caused_by, index)
+        found, missing, among = named
+        if i in among:  # a hit that names itself is never its own cause: its pairs resolved without it
+            found, missing, _ = _resolved(h.caused_by, index, i)
         if missing:
-            missing_of[i] = missing
-        causes.append(found)
+            missing_of[i] = list(missing)
+        causes.append(list(found))
     return causes, missing_of
+
+
+def _resolved(caused_by, index: dict, own: int = -1) -> tuple[list[int], list[str], set[int]]:
+    """The hits ``caused_by`` names, in citation order, each once, hit ``own`` never; the pairs that
+    name no other hit; and the hits named, as a set."""
+    found: list[int] = []
+    seen: set[int] = set()  # found as a set: a finding can cite thousands of causes
+    missing: list[str] = []
+    for code, key in caused_by:
+        key = normalize_key(key)
+        js = [j for j in index.get((code, key), ()) if j != own]
+        if not js:
+            missing.append(f"{code} {json.dumps(jsonable(key))}")
+        for j in js:
+            if j not in seen:
+                seen.add(j)
+                found.append(j)
+    return found, missing, seen
 
 
 def _report_order(causes: list[list[int]], levels: Sequence[str], rank: Sequence[int],

@@ -32,6 +32,7 @@ import numpy as np
 
 from ._cause_graph import positions
 from .causes import Linked, finding_id
+from .draft import Draft
 from .finding import SEVERITIES, Finding, severity_rank
 
 _NUMBER = re.compile(r"-?\d+")
@@ -127,11 +128,11 @@ class DefectClass:
                 "fingerprint": self.fingerprint}
 
 
-def class_key(linked: Linked, n: int) -> tuple:
-    """What finding F{n+1}'s class is, from its fields: (code, site, region, root, weakened by a gap, defect)."""
-    d = linked.drafts[n]
+def class_key(d: Draft, root: bool) -> tuple:
+    """What a finding's class is, from its draft's fields and whether it is a root: (code, site,
+    region, root, weakened by a gap, defect)."""
     hit = d.hit
-    return (hit.code, d.place[5], d.place[3], bool(linked.is_root(n)), bool(hit.gap), hit.defect)
+    return (hit.code, d.place[5], d.place[3], root, bool(hit.gap), hit.defect)
 
 
 def class_fingerprint(key: tuple) -> str:
@@ -144,8 +145,9 @@ def class_fingerprint(key: tuple) -> str:
 def classify(linked: Linked) -> tuple[DefectClass, ...]:
     """The classes C1..Cn of the linked drafts, in report order, every finding a member."""
     members: dict[tuple, list[int]] = {}
-    for n in range(len(linked)):
-        members.setdefault(class_key(linked, n), []).append(n)
+    roots = (np.diff(linked.cause_starts) == 0).tolist()
+    for n, d in enumerate(linked.drafts):
+        members.setdefault(class_key(d, roots[n]), []).append(n)
     keys = list(members)  # insertion order is the order of each class's first finding
     number = np.zeros(len(linked), np.int64)
     for c, k in enumerate(keys):

@@ -92,6 +92,7 @@ def drafts_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: type[
     places = iter(_first_places(trace, np.asarray([r for r in firsts if r is not None], np.int64)))
     notes: dict[tuple, tuple[str, ...]] = {}  # inference notes by (region, properties): few distinct
     per_rule: dict[str, tuple] = {}  # (rule, family, severity) per code: the config's selectors matched once
+    sources: dict[int, str | None] = {}  # kernel file:line per site
     out = []
     for h, row in zip(hits, firsts):
         fixed = per_rule.get(h.code)
@@ -99,8 +100,28 @@ def drafts_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: type[
             rule_ = rules.get(h.code, rule)
             fixed = per_rule[h.code] = (rule_, _value(rule_.family),
                                         config.severity_for(rule_) or None, _value(rule_.severity))
-        loc, seq = next(places) if row is not None else ({}, -1)
-        out.append(_draft(h, fixed, trace, loc, notes, seq, window))
+        if row is None or h.location:
+            loc, seq = (_as_location(next(places)) if row is not None else ({}, -1))
+            out.append(_draft(h, fixed, trace, loc, notes, seq, window))
+            continue
+        # Placed at its first row alone (nearly every hit): the place straight from the row's columns.
+        rank_, core_, launch_, region_, offset_, site_, seq = next(places)
+        source = None
+        if site_ is not None:
+            source = sources.get(site_)
+            if source is None:
+                source = sources[site_] = trace.manifest.site_text(site_)
+        rule_, family, configured, default_severity = fixed
+        inferred: tuple[str, ...] = ()
+        if rule_.infers_from:  # a row's region is a name here: the notes of no one region
+            about = (None, rule_.infers_from)
+            if about not in notes:
+                notes[about] = tuple(trace.inference.about(None, rule_.infers_from))
+            inferred = notes[about]
+        severity = configured or (h.severity.value if h.severity else None) or default_severity
+        partial = bool(h.rests_on) and trace.lost_at(h.rests_on)
+        out.append(Draft(h, rule_, family, severity, (rank_, core_, launch_, region_, offset_, site_, source),
+                         inferred, seq, window, partial))
     return out
 
 
@@ -126,9 +147,10 @@ def resolve(findings: Sequence[Finding], trace: "TraceView") -> tuple[Finding, .
 _PLACE_COLUMNS = ("launch", "region", "offset", "site")  # a row's location fields, less rank and core
 
 
-def _first_places(trace: "TraceView", rows: np.ndarray) -> list[tuple[dict[str, Any], int]]:
-    """Per row, its location fields as ``TraceView.describe`` names them, and its seq: one gather per
-    column. A field is in the place where the row's kind carries it under its own name and it is not null."""
+def _first_places(trace: "TraceView", rows: np.ndarray) -> list[tuple]:
+    """Per row, its (rank, core, launch, region, offset, site, seq) as ``TraceView.describe`` names
+    them, None where the row's kind does not carry the field under its own name or it is null: one
+    gather per column."""
     if not len(rows):
         return []
     kinds = trace.col("kind")[rows].astype(np.int64)
@@ -146,14 +168,17 @@ def _first_places(trace: "TraceView", rows: np.ndarray) -> list[tuple[dict[str, 
         else:
             values[name] = [x if z else None for x, z in zip(v.tolist(), keep.tolist())]
     rank, core, seq = (trace.col(c)[rows].tolist() for c in ("rank", "core", "seq"))
-    out = []
-    for i in range(len(rows)):
-        loc = {"rank": rank[i], "core": core[i]}
-        for name in _PLACE_COLUMNS:
-            if values[name][i] is not None:
-                loc[name] = values[name][i]
-        out.append((loc, seq[i]))
-    return out
+    return list(zip(rank, core, *(values[name] for name in _PLACE_COLUMNS), seq))
+
+
+def _as_location(place: tuple) -> tuple[dict[str, Any], int]:
+    """A ``_first_places`` tuple as a location dict (its present fields) and the seq."""
+    rank, core, *fields, seq = place
+    loc = {"rank": rank, "core": core}
+    for name, value in zip(_PLACE_COLUMNS, fields):
+        if value is not None:
+            loc[name] = value
+    return loc, seq
 
 
 def _resolve_rows(trace: "TraceView", rows: Sequence[int]) -> list[tuple]:

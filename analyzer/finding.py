@@ -19,9 +19,12 @@ CONFIDENCES = ("certain", "inferred", "partial-trace")
 _PLACE = ("rank", "core", "launch", "region", "offset", "site")
 
 
+_SEVERITY_RANK = {"error": 3, "warning": 2, "note": 1}
+
+
 def severity_rank(level: str) -> int:
     """error 3, warning 2, note 1; anything else (e.g. 'never') 4, above every level."""
-    return {"error": 3, "warning": 2, "note": 1}.get(level, 4)
+    return _SEVERITY_RANK.get(level, 4)
 
 
 def count_at_or_above(by_severity: Mapping[str, int], level: str) -> int:

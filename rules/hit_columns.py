@@ -75,6 +75,10 @@ class HitColumns:
         values = [self.values(name) for name in _DEFAULTS]
         return [ColumnHit(self, i, *at) for i, at in enumerate(zip(*values))]
 
+    def hit(self, i: int) -> "ColumnHit":
+        """Member ``i``."""
+        return ColumnHit(self, i, *(self.values(name)[i] for name in _DEFAULTS))
+
     def values(self, name: str) -> list:
         """Every member's ``name`` (through its table), built once per batch when first asked."""
         cache = self.__dict__.setdefault("_values", {})
@@ -120,20 +124,17 @@ class ColumnHit:
     reads of every hit (its causes, defect, gap, ...) are slots, each a reference to a value the
     batch holds once; what only a listed finding needs (message, rows, extra) is built when asked."""
 
-    __slots__ = ("batch", "i", *_DEFAULTS)
+    __slots__ = ("batch", "i", "code", *_DEFAULTS)
 
     def __init__(self, batch: HitColumns, i: int, confidence, severity, caused_by, location, gap, blocks,
                  stalls, defect, rests_on):  # _DEFAULTS' order, spelled out: a setattr loop costs 4 us a hit
-        self.batch, self.i, self.confidence, self.severity, self.caused_by = batch, i, confidence, severity, caused_by
+        self.batch, self.i, self.code = batch, i, batch.code
+        self.confidence, self.severity, self.caused_by = confidence, severity, caused_by
         self.location, self.gap, self.blocks, self.stalls = location, gap, blocks, stalls
         self.defect, self.rests_on = defect, rests_on
 
     def __reduce__(self):  # a window's drafts cross to the engine's process with their batch, pickled once
-        return _member, (self.batch, self.i)
-
-    @property
-    def code(self) -> str:
-        return self.batch.code
+        return HitColumns.hit, (self.batch, self.i)
 
     @property
     def message(self) -> str:
@@ -160,10 +161,6 @@ class ColumnHit:
         """The ``Hit`` this member stands for."""
         return Hit(code=self.code, message=self.message, rows=self.rows, key=self.key, extra=self.extra,
                    **{name: getattr(self, name) for name in _DEFAULTS})
-
-
-def _member(batch: HitColumns, i: int) -> ColumnHit:
-    return ColumnHit(batch, i, *(batch.values(name)[i] for name in _DEFAULTS))
 
 
 def as_hit(hit: Hit | ColumnHit) -> Hit:

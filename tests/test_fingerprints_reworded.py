@@ -54,7 +54,7 @@ def test_rewording_every_message_keeps_every_fingerprint(name, monkeypatch):
                 batches[id(batch)] = dataclasses.replace(batch, render=lambda f: _reworded(batch.render(f)))
             return batches[id(batch)]
 
-        return [ColumnHit(other(h.batch), h.i) if isinstance(h, ColumnHit)
+        return [other(h.batch).hit(h.i) if isinstance(h, ColumnHit)
                 else dataclasses.replace(h, message=_reworded(h.message)) for h in check_one(rule, trace, options)]
 
     monkeypatch.setattr(runner, "check_one", reworded)

@@ -55,7 +55,7 @@ def test_a_member_reads_like_the_hit_it_stands_for():
     assert hits[3].gap == "rank 2 lost 5 events" and hits[1].gap is None
     assert all(dict(h.location) == {} and h.blocks == () for h in hits[1:])
     # Every attribute a Hit has besides code, message, rows, key and extra is a slot of the member.
-    assert set(_DEFAULTS) == set(ColumnHit.__slots__) - {"batch", "i"}
+    assert set(_DEFAULTS) == set(ColumnHit.__slots__) - {"batch", "i", "code"}
 
 
 def test_a_batch_that_does_not_add_up_is_refused():
