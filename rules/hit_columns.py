@@ -41,8 +41,9 @@ class HitColumns:
     ``fields`` is a NamedTuple of what a message is rendered from; ``columns`` holds one
     array per field of it and per hit attribute (``confidence``, ``caused_by``, ``gap``,
     ``defect``, ...) that differs between members, all of one length; ``tables`` names the
-    columns that hold indices into a table of values; ``constant`` the hit attributes
-    every member shares. ``rows`` is (members, roles): each member's evidence row per
+    columns that hold indices into a table of values (a null index reads as None there
+    too); ``nulls`` the value of a column that reads as None (the trace's null, an
+    absent row); ``constant`` the hit attributes every member shares. ``rows`` is (members, roles): each member's evidence row per
     role of ``roles``, -1 where it lacks that role; ``key`` is (members, width).
     ``render(fields)`` words a member's message, ``extra(fields)`` its extra (the report's
     machine-readable facts).
@@ -58,6 +59,7 @@ class HitColumns:
     extra: Callable[[Any], Mapping[str, Any]] | None = None
     tables: Mapping[str, tuple] = field(default_factory=dict)
     constant: Mapping[str, Any] = field(default_factory=dict)
+    nulls: Mapping[str, int] = field(default_factory=dict)  # a column's value that reads as None
 
     def __post_init__(self) -> None:
         n = len(self.key)
@@ -88,8 +90,12 @@ class HitColumns:
             if col is None:
                 found = [self.constant.get(name, _DEFAULTS.get(name))] * len(self)
             else:
-                table = self.tables.get(name)
-                found = col.tolist() if table is None else [table[v] for v in col.tolist()]
+                found = col.tolist()
+                null, table = self.nulls.get(name), self.tables.get(name)
+                if table is not None:
+                    found = [None if v == null else table[v] for v in found]
+                elif null is not None:
+                    found = [None if v == null else v for v in found]
             cache[name] = found
         return found
 
