@@ -282,7 +282,8 @@ def _report_order(causes: list[list[int]], levels: Sequence[str], rank: Sequence
     n = len(causes)
     rank_ = np.asarray(rank, np.int64)
     counts = np.diff(starts)
-    severity = np.fromiter((-severity_rank(lv) for lv in levels), np.int64, n)
+    ranks = {lv: -severity_rank(lv) for lv in set(levels)}
+    severity = np.fromiter((ranks[lv] for lv in levels), np.int64, n)
     roots = np.flatnonzero(np.fromiter(map(len, causes), np.int64, n) == 0)
     roots = roots[np.lexsort((rank_[roots], -counts[roots], severity[roots]))]
     # Every root's symptoms, root by root in report order, each root's nearest first; a symptom

@@ -25,7 +25,7 @@ import hashlib
 import json
 import re
 from array import array
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -144,6 +144,12 @@ def class_fingerprint(key: tuple) -> str:
 
 def classify(linked: Linked) -> tuple[DefectClass, ...]:
     """The classes C1..Cn of the linked drafts, in report order, every finding a member."""
+    return _classes(linked, None)[0]
+
+
+def _classes(linked: Linked, cap: int | None) -> tuple[tuple[DefectClass, ...], array]:
+    """The classes, each listing its first ``cap`` members (every one where None), and the class of
+    every finding by its number: ids are written for the listed members alone (10^6 findings)."""
     members: dict[tuple, list[int]] = {}
     roots = (np.diff(linked.cause_starts) == 0).tolist()
     for n, d in enumerate(linked.drafts):
@@ -164,16 +170,17 @@ def classify(linked: Linked) -> tuple[DefectClass, ...]:
             fp = f"{fp}-{seen_fp[fp]}"
         places = [linked.drafts[n].place for n in ns]
         levels = [linked.levels[n] for n in ns]
+        listed = ns if cap is None else ns[:cap]
         out.append(DefectClass(
             id=class_id(c), code=code, name=rep.rule.name, family=rep.family,
-            severity=max(levels, key=severity_rank), root=root, site=site, region=region,
+            severity=max(set(levels), key=severity_rank), root=root, site=site, region=region,
             source=next((p[6] for p in places if p[6]), None), shape=message_shape(linked.message(ns[0])),
-            defect=defect, members=tuple(map(finding_id, ns)), ranks=_values(places, 0), cores=_values(places, 1),
-            launches=_values(places, 2),
+            defect=defect, members=tuple(map(finding_id, listed)), ranks=_values(places, 0),
+            cores=_values(places, 1), launches=_values(places, 2),
             explains=_linked(linked.explain_starts, linked.explain_numbers, ns, number, c),
             caused_by=_linked(linked.cause_starts, linked.cause_numbers, ns, number, c), fingerprint=fp,
             severities=_severities(levels), count=len(ns)))
-    return tuple(out)
+    return tuple(out), array("i", number.astype(np.int32).tobytes())
 
 
 def class_id(c: int) -> str:
@@ -181,24 +188,18 @@ def class_id(c: int) -> str:
     return f"C{c + 1}"
 
 
-def sample(linked: Linked, classes: Sequence[DefectClass], cap: int | None
-           ) -> tuple[tuple[Finding, ...], tuple[DefectClass, ...], array]:
+def sample(linked: Linked, cap: int | None) -> tuple[tuple[Finding, ...], tuple[DefectClass, ...], array]:
     """The findings a report lists, their class id set: each class's first ``cap`` in report order
-    (every one where ``cap`` is None), the classes' ``members`` cut to those; their counts stay
-    exact. Also the class of every finding, listed or not, by its number (F1 is 0):
-    ``Report.class_of_id``. ``classes`` are ``classify(linked)``'s, every member still in them.
+    (every one where ``cap`` is None); the classes (``classify``), their ``members`` cut to those,
+    their counts exact. Also the class of every finding, listed or not, by its number (F1 is 0):
+    ``Report.class_of_id``.
 
     A trace with a million stuck waits is a few classes: the report then builds, holds, renders
     and writes a few hundred findings, not a million (the ids of the others stay in the listed
     findings' ``explains`` and ``caused_by``, so a root is still a finding with no cause)."""
-    index = array("i", bytes(4 * len(linked)))
-    for c, cls in enumerate(classes):
-        for fid in cls.members:
-            index[int(fid[1:]) - 1] = c
-    if cap is not None:
-        classes = tuple(c if len(c.members) <= cap else replace(c, members=c.members[:cap]) for c in classes)
+    classes, index = _classes(linked, cap)
     keep = sorted(int(fid[1:]) - 1 for c in classes for fid in c.members)
-    return tuple(linked.finding(n, classes[index[n]].id) for n in keep), tuple(classes), index
+    return tuple(linked.finding(n, classes[index[n]].id) for n in keep), classes, index
 
 
 def _severities(levels: Sequence[str]) -> tuple[int, int, int]:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from . import window_run as W
 from .causes import link
-from .classes import DefectClass, classify, sample
+from .classes import DefectClass, sample
 from .config import Config
 from .draft import Draft
 from .finding import Finding, count_at_or_above
@@ -255,7 +255,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     with paused():
         linked = link(drafts)
         del drafts
-        findings, classes, index = sample(linked, classify(linked), config.max_findings)
+        findings, classes, index = sample(linked, config.max_findings)
         del linked  # the drafts: only the listed findings are built
         findings = W.describe_listed(ds, findings, kept)
     prof and prof.mark(f"link, classes, and the evidence of the {len(findings):,} listed findings")

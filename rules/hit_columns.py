@@ -30,8 +30,6 @@ from .base import Hit
 _DEFAULTS = {f.name: (MappingProxyType(f.default_factory()) if callable(f.default_factory)  # type: ignore[misc]
                       else f.default)
              for f in fields(Hit) if f.name not in ("code", "message", "rows", "key", "extra")}
-assert tuple(_DEFAULTS) == ("confidence", "severity", "caused_by", "location", "gap", "blocks", "stalls", "defect",
-                            "rests_on"), "ColumnHit.__init__ spells Hit's attributes out in this order"
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,12 +72,12 @@ class HitColumns:
         return len(self.key)
 
     def hits(self) -> list["ColumnHit"]:
-        values = [self.values(name) for name in _DEFAULTS]
+        values = [self.first_rows()] + [self.values(name) for name in _DEFAULTS]
         return [ColumnHit(self, i, *at) for i, at in enumerate(zip(*values))]
 
     def hit(self, i: int) -> "ColumnHit":
         """Member ``i``."""
-        return ColumnHit(self, i, *(self.values(name)[i] for name in _DEFAULTS))
+        return ColumnHit(self, i, self.first_rows()[i], *(self.values(name)[i] for name in _DEFAULTS))
 
     def values(self, name: str) -> list:
         """Every member's ``name`` (through its table), built once per batch when first asked."""
@@ -130,11 +128,11 @@ class ColumnHit:
     reads of every hit (its causes, defect, gap, ...) are slots, each a reference to a value the
     batch holds once; what only a listed finding needs (message, rows, extra) is built when asked."""
 
-    __slots__ = ("batch", "i", "code", *_DEFAULTS)
+    __slots__ = ("batch", "i", "code", "first_row", *_DEFAULTS)
 
-    def __init__(self, batch: HitColumns, i: int, confidence, severity, caused_by, location, gap, blocks,
-                 stalls, defect, rests_on):  # _DEFAULTS' order, spelled out: a setattr loop costs 4 us a hit
-        self.batch, self.i, self.code = batch, i, batch.code
+    def __init__(self, batch: HitColumns, i: int, first_row, confidence, severity, caused_by, location, gap,
+                 blocks, stalls, defect, rests_on):  # _DEFAULTS' order, spelled out: a setattr loop costs 4 us a hit
+        self.batch, self.i, self.code, self.first_row = batch, i, batch.code, first_row
         self.confidence, self.severity, self.caused_by = confidence, severity, caused_by
         self.location, self.gap, self.blocks, self.stalls = location, gap, blocks, stalls
         self.defect, self.rests_on = defect, rests_on
@@ -149,10 +147,6 @@ class ColumnHit:
     @property
     def rows(self) -> tuple[tuple[str, int], ...]:
         return tuple((role, r) for role, r in zip(self.batch.roles, self.batch.rows[self.i].tolist()) if r >= 0)
-
-    @property
-    def first_row(self) -> int | None:
-        return self.batch.first_rows()[self.i]
 
     @property
     def key(self) -> tuple:

@@ -4,7 +4,7 @@ and the classes without a trace."""
 from __future__ import annotations
 
 from analyzer.causes import Linked, link
-from analyzer.classes import classify, sample
+from analyzer.classes import sample
 from analyzer.draft import Draft
 from rules.base import Hit
 
@@ -31,4 +31,4 @@ def findings(linked: Linked) -> list:
 def report(drafts: list[Draft], cap: int | None = None):
     """(the findings listed, the classes, the class index) of the drafts, as the engine builds them."""
     linked = link(drafts)
-    return sample(linked, classify(linked), cap)
+    return sample(linked, cap)

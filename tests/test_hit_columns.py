@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import pickle
 from pathlib import Path
 from typing import NamedTuple
@@ -54,8 +55,10 @@ def test_a_member_reads_like_the_hit_it_stands_for():
     assert second.first_row == 12 and hits[3].first_row == 13 and hits[0].first_row is None
     assert hits[3].gap == "rank 2 lost 5 events" and hits[1].gap is None
     assert all(dict(h.location) == {} and h.blocks == () for h in hits[1:])
-    # Every attribute a Hit has besides code, message, rows, key and extra is a slot of the member.
-    assert set(_DEFAULTS) == set(ColumnHit.__slots__) - {"batch", "i", "code"}
+    # Every attribute a Hit has besides code, message, rows, key and extra is a slot of the member,
+    # and its constructor takes them in _DEFAULTS' order (spelled out there, for speed).
+    assert set(_DEFAULTS) == set(ColumnHit.__slots__) - {"batch", "i", "code", "first_row"}
+    assert list(inspect.signature(ColumnHit).parameters)[3:] == list(_DEFAULTS)
 
 
 def test_a_batch_that_does_not_add_up_is_refused():
