@@ -73,11 +73,11 @@ class HitColumns:
 
     def hits(self) -> list["ColumnHit"]:
         values = [self.first_rows()] + [self.values(name) for name in _DEFAULTS]
-        return [ColumnHit(self, i, *at) for i, at in enumerate(zip(*values))]
+        return [ColumnHit(self, i, at) for i, at in enumerate(zip(*values))]
 
     def hit(self, i: int) -> "ColumnHit":
         """Member ``i``."""
-        return ColumnHit(self, i, self.first_rows()[i], *(self.values(name)[i] for name in _DEFAULTS))
+        return ColumnHit(self, i, (self.first_rows()[i], *(self.values(name)[i] for name in _DEFAULTS)))
 
     def values(self, name: str) -> list:
         """Every member's ``name`` (through its table), built once per batch when first asked."""
@@ -130,12 +130,12 @@ class ColumnHit:
 
     __slots__ = ("batch", "i", "code", "first_row", *_DEFAULTS)
 
-    def __init__(self, batch: HitColumns, i: int, first_row, confidence, severity, caused_by, location, gap,
-                 blocks, stalls, defect, rests_on):  # _DEFAULTS' order, spelled out: a setattr loop costs 4 us a hit
-        self.batch, self.i, self.code, self.first_row = batch, i, batch.code, first_row
-        self.confidence, self.severity, self.caused_by = confidence, severity, caused_by
-        self.location, self.gap, self.blocks, self.stalls = location, gap, blocks, stalls
-        self.defect, self.rests_on = defect, rests_on
+    def __init__(self, batch: HitColumns, i: int, values: tuple):
+        """``values``: its first row, then its ``_DEFAULTS`` attributes in that order (unpacked in one
+        statement, spelled out: a setattr loop costs 4 us a hit)."""
+        self.batch, self.i, self.code = batch, i, batch.code
+        (self.first_row, self.confidence, self.severity, self.caused_by, self.location, self.gap, self.blocks,
+         self.stalls, self.defect, self.rests_on) = values
 
     def __reduce__(self):  # a window's drafts cross to the engine's process with their batch, pickled once
         return HitColumns.hit, (self.batch, self.i)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import pickle
 from pathlib import Path
 from typing import NamedTuple
@@ -56,9 +55,11 @@ def test_a_member_reads_like_the_hit_it_stands_for():
     assert hits[3].gap == "rank 2 lost 5 events" and hits[1].gap is None
     assert all(dict(h.location) == {} and h.blocks == () for h in hits[1:])
     # Every attribute a Hit has besides code, message, rows, key and extra is a slot of the member,
-    # and its constructor takes them in _DEFAULTS' order (spelled out there, for speed).
+    # and its constructor sets them from _DEFAULTS' order (spelled out there, for speed).
     assert set(_DEFAULTS) == set(ColumnHit.__slots__) - {"batch", "i", "code", "first_row"}
-    assert list(inspect.signature(ColumnHit).parameters)[3:] == list(_DEFAULTS)
+    values = (7, *(f"value of {name}" for name in _DEFAULTS))
+    member = ColumnHit(_batch(), 0, values)
+    assert [member.first_row, *(getattr(member, name) for name in _DEFAULTS)] == list(values)
 
 
 def test_a_batch_that_does_not_add_up_is_refused():
