@@ -104,24 +104,16 @@ def drafts_of(hits: Sequence["Hit"], rules: dict[str, type["Rule"]], rule: type[
             loc, seq = (_as_location(next(places)) if row is not None else ({}, -1))
             out.append(_draft(h, fixed, trace, loc, notes, seq, window))
             continue
-        # Placed at its first row alone (nearly every hit): the place straight from the row's columns.
+        # Placed at its first row alone (nearly every hit): the place straight from the row's columns,
+        # whose region is a name already (so the inference notes of no one region, as _draft gives).
         rank_, core_, launch_, region_, offset_, site_, seq = next(places)
         source = None
         if site_ is not None:
             source = sources.get(site_)
             if source is None:
                 source = sources[site_] = trace.manifest.site_text(site_)
-        rule_, family, configured, default_severity = fixed
-        inferred: tuple[str, ...] = ()
-        if rule_.infers_from:  # a row's region is a name here: the notes of no one region
-            about = (None, rule_.infers_from)
-            if about not in notes:
-                notes[about] = tuple(trace.inference.about(None, rule_.infers_from))
-            inferred = notes[about]
-        severity = configured or (h.severity.value if h.severity else None) or default_severity
-        partial = bool(h.rests_on) and trace.lost_at(h.rests_on)
-        out.append(Draft(h, rule_, family, severity, (rank_, core_, launch_, region_, offset_, site_, source),
-                         inferred, seq, window, partial))
+        place = (rank_, core_, launch_, region_, offset_, site_, source)
+        out.append(_placed(h, fixed, trace, place, None, notes, seq, window))
     return out
 
 
@@ -235,13 +227,26 @@ def _resolve_kind(trace: "TraceView", kind: Kind, rows: np.ndarray, shared: dict
 
 def _draft(hit: "Hit", fixed: tuple, trace: "TraceView", loc: dict[str, Any],
            notes: dict[tuple, tuple[str, ...]], seq: int, window: Any) -> Draft:
-    rule, family, configured, default_severity = fixed
+    """The draft of a hit that names its place itself (or names no row): its location merged over
+    its first row's."""
     if hit.location:  # the hit names its place (or part of it) itself
         loc = {**loc, **{k: jsonable(v) for k, v in hit.location.items() if k in LOCATION_FIELDS}}
     region = loc.get("region")
     region_id = region if isinstance(region, int) else None
     if region_id is not None:
         loc["region"] = trace.manifest.regions[region_id].name
+    site = loc.get("site")
+    source = loc.get("source")
+    if "source" not in loc and site is not None:
+        source = trace.manifest.site_text(site)
+    place = (loc.get("rank"), loc.get("core"), loc.get("launch"), loc.get("region"), loc.get("offset"), site, source)
+    return _placed(hit, fixed, trace, place, region_id, notes, seq, window)
+
+
+def _placed(hit: "Hit", fixed: tuple, trace: "TraceView", place: tuple, region_id: int | None,
+            notes: dict[tuple, tuple[str, ...]], seq: int, window: Any) -> Draft:
+    """The draft of a hit at ``place`` (``Draft.place``): its severity, inference notes and partiality."""
+    rule, family, configured, default_severity = fixed
     # What the finding rests on that the trace, not the manifest, gave (rules.analysis.inference).
     inferred: tuple[str, ...] = ()
     if rule.infers_from:
@@ -249,11 +254,6 @@ def _draft(hit: "Hit", fixed: tuple, trace: "TraceView", loc: dict[str, Any],
         if about not in notes:
             notes[about] = tuple(trace.inference.about(region_id, rule.infers_from))
         inferred = notes[about]
-    site = loc.get("site")
-    source = loc.get("source")
-    if "source" not in loc and site is not None:
-        source = trace.manifest.site_text(site)
-    place = (loc.get("rank"), loc.get("core"), loc.get("launch"), loc.get("region"), loc.get("offset"), site, source)
     severity = configured or (hit.severity.value if hit.severity else None) or default_severity
     partial = bool(hit.rests_on) and trace.lost_at(hit.rests_on)
     return Draft(hit, rule, family, severity, place, inferred, seq, window, partial)
