@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from analyzer.draft import LOCATION_FIELDS
-from analyzer.evidence import _first_places, _resolve_rows
+from analyzer.evidence import _as_location, _first_places, _resolve_rows
 from rules.trace import TraceView
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -30,7 +30,7 @@ def test_resolved_rows_are_describe(name: str, tmp_path: Path) -> None:
     trace = TraceView.open(tmp_path / "ds")
     rows = np.concatenate((np.arange(trace.n), np.arange(trace.n)[::3]))  # repeats: one shared tuple each
     kinds = set()
-    places = _first_places(trace, rows)  # a finding's place, from its first row's columns
+    places = map(_as_location, _first_places(trace, rows))  # a finding's place, from its first row's columns
     for row, r, (place, seq) in zip(rows.tolist(), _resolve_rows(trace, rows), places):
         d = trace.describe(row)
         kinds.add(d["kind"])
