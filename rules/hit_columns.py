@@ -110,12 +110,13 @@ class HitColumns:
     def first_rows(self) -> list[int | None]:
         """Each member's first evidence row (None: it has none)."""
         cache = self.__dict__.setdefault("_values", {})
-        if "first_row" not in cache:
+        key = "(first rows)"  # not an identifier: never a field's or an attribute's name in the same cache
+        if key not in cache:
             present = self.rows >= 0
             at = np.argmax(present, axis=1)
             first = self.rows[np.arange(len(self)), at]
-            cache["first_row"] = [None if r < 0 else r for r in first.tolist()]
-        return cache["first_row"]
+            cache[key] = [None if r < 0 else r for r in first.tolist()]
+        return cache[key]
 
     def __getstate__(self):  # the member lists are rebuilt where asked, not pickled
         return {k: v for k, v in self.__dict__.items() if k != "_values"}
