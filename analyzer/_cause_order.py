@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from .draft_table import NULL
 from .finding import jsonable, severity_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from .draft import Draft
+    from .draft_table import Drafts
 
 
 def order_key(d: "Draft", level: str, key: Any, message: str) -> tuple:
@@ -24,46 +26,38 @@ def order_key(d: "Draft", level: str, key: Any, message: str) -> tuple:
     return (-severity_rank(level), d.hit.code, d.order_place, (d.seq,), key_text(key), message)
 
 
-def order_ranks(drafts: Sequence["Draft"], levels: Sequence[str], keys: Sequence[Any],
-                message: Callable[[int], str]) -> list[int]:
-    """Each draft's ``order_key`` as its rank among all of them (equal keys, equal ranks);
-    ``message(i)`` is draft i's message as the report words it."""
-    codes = {c: i for i, c in enumerate(sorted({d.hit.code for d in drafts}))}
-    fields = np.empty((len(drafts), 6), np.int64)
-    try:  # a column at a time: a tuple per draft cost more than the sort (10^6 drafts)
-        severity = {level: -severity_rank(level) for level in set(levels)}
-        fields[:, 0] = [severity[level] for level in levels]
-        fields[:, 1] = [codes[d.hit.code] for d in drafts]
-        places = [d.place for d in drafts]
-        for at in range(3):  # rank, core, launch: order_place's, -1 where absent
-            fields[:, 2 + at] = [-1 if p[at] is None else p[at] for p in places]
-        fields[:, 5] = [d.seq for d in drafts]
-    except (TypeError, ValueError, OverflowError):  # a place that is not an int: compare the keys whole
-        full = [order_key(d, level, key, message(i)) for i, (d, level, key) in enumerate(zip(drafts, levels, keys))]
-        ranked = sorted(range(len(full)), key=full.__getitem__)
-        return _ranks(ranked, lambda a, b: full[a] == full[b], len(full))
-    ranked = np.lexsort(fields.T[::-1]).tolist()  # stable: ties keep their draft order, as sorted() does
+def order_ranks(drafts: "Drafts", severity: np.ndarray, keys: Sequence[Any],
+                message: Callable[[int], str]) -> np.ndarray:
+    """Each draft's ``order_key`` as its rank among all of them (equal keys, equal ranks):
+    ``severity`` is each draft's negated ``severity_rank``, ``message(i)`` draft i's message as the
+    report words it. One sort of the integer fields; the key's text and the message only for ties."""
+    n = len(drafts)
+    code_rank = np.argsort(np.argsort(np.array(drafts.codes, dtype=object))) if drafts.codes else np.zeros(0, np.int64)
+    fields = np.empty((n, 6), np.int64)
+    fields[:, 0] = severity
+    fields[:, 1] = code_rank[drafts.code] if n else 0
+    for at in range(3):  # rank, core, launch: Draft.order_place's, -1 where absent
+        column = drafts.place[:, at]
+        fields[:, 2 + at] = np.where(column == NULL, -1, column)
+    fields[:, 5] = drafts.seq
+    ranked = np.lexsort(fields.T[::-1])  # stable: ties keep their draft order, as sorted() does
     ordered = fields[ranked]
-    tied = np.flatnonzero((ordered[1:] == ordered[:-1]).all(axis=1)).tolist()
-    rest: dict[int, tuple] = {}  # (key text, message) of the drafts in a tie
+    same = np.zeros(n, bool)  # position p's draft equals position p - 1's
+    same[1:] = (ordered[1:] == ordered[:-1]).all(axis=1)
+    tied = np.flatnonzero(same).tolist()
     at = 0
     while at < len(tied):  # each run of tied neighbours, sorted by the rest of the key
         lo = hi = tied[at]
         while at < len(tied) and tied[at] == hi:
             hi, at = hi + 1, at + 1
-        run = ranked[lo:hi + 1]
-        for i in run:
-            rest[i] = (key_text(keys[i]), message(i))
-        ranked[lo:hi + 1] = sorted(run, key=rest.__getitem__)
-    return _ranks(ranked, lambda a, b: a in rest and b in rest and rest[a] == rest[b]
-                  and (fields[a] == fields[b]).all(), len(ranked))
-
-
-def _ranks(ranked: list[int], same: Callable[[int, int], bool], n: int) -> list[int]:
-    """Rank by position in ``ranked`` (sorted), one rank for neighbours that ``same`` says are equal."""
-    out = [0] * n
-    for p, i in enumerate(ranked):
-        out[i] = out[ranked[p - 1]] if p and same(ranked[p - 1], i) else p
+        lo -= 1  # the run starts one before its first tie
+        rest = {i: (key_text(keys[i]), message(i)) for i in ranked[lo:hi].tolist()}
+        run = sorted(rest, key=rest.__getitem__)
+        ranked[lo:hi] = run
+        same[lo + 1:hi] = [rest[a] == rest[b] for a, b in zip(run, run[1:])]
+    position = np.maximum.accumulate(np.where(same, 0, np.arange(n)))  # equal neighbours share a rank
+    out = np.empty(n, np.int64)
+    out[ranked] = position
     return out
 
 

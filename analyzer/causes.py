@@ -27,13 +27,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ._cause_graph import break_cycles, csr, explained, positions
+from rules.analysis.groups import group_columns
+
+from ._cause_graph import break_cycles, explained, positions, reversed_csr, with_rows
 from ._cause_order import order_ranks
 from .draft import LOCATION_FIELDS, Draft
+from .draft_table import Drafts
 from .finding import Finding, fingerprint, jsonable, normalize_key, severity_rank
 
 
@@ -47,36 +51,39 @@ def level(d: Draft) -> str:
     return "note" if d.hit.gap else d.severity
 
 
-def waiter_causes(levels: Sequence[str], blocks: Sequence[tuple], stalls: Sequence[tuple],
-                  causes: list[list[int]], order_key: Sequence[Any]) -> None:
+def waiter_causes(severity: np.ndarray, waits: Mapping[int, tuple], starts: np.ndarray, targets: np.ndarray,
+                  order_rank: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(b): a root whose every stalled place is blocked by another finding's stuck wait becomes
-    that finding's symptom (in place, on ``causes``): the waiter of a root, or of one of its
-    symptoms, spins in that wait. Only a blocker at least as severe explains it, so an error
-    never hides under a note, and never one it explains itself (no cycle). ``blocks`` and
-    ``stalls`` are each finding's (rank, core) places, as ``rules.base.Hit`` names them."""
-    stalled = [i for i, places in enumerate(stalls) if places and not causes[i]]
+    that finding's symptom: the waiter of a root, or of one of its symptoms, spins in that wait.
+    Only a blocker at least as severe (``severity``: each draft's ``severity_rank``) explains it,
+    so an error never hides under a note, and never one it explains itself (no cycle). ``waits``
+    holds the (blocks, stalls) of the drafts that name either, (rank, core) places as
+    ``rules.base.Hit`` names them; the cause graph is CSR, returned with those edges added."""
+    uncaused = np.diff(starts) == 0
+    stalled = sorted(i for i, (_, stalls) in waits.items() if stalls and uncaused[i])
     if not stalled:
-        return
+        return starts, targets
+    blocks = {j: _places(b) for j, (b, _) in waits.items() if b}
     by_rank: dict[int, list[int]] = {}  # a 64-rank hang has 10^5 stuck waits: look up by rank
-    for j, places in enumerate(blocks):
-        for r in {r for r, _ in places}:
+    for j in sorted(blocks):
+        for r in {r for r, _ in blocks[j]}:
             by_rank.setdefault(r, []).append(j)
-    back: dict[int, list[int]] = {}  # cause -> its direct symptoms
-    for v, cs in enumerate(causes):
-        for c in cs:
-            back.setdefault(c, []).append(v)
+    back = None  # cause -> its direct symptoms (reversed CSR), built where a walk needs it
+    added: dict[int, list[int]] = {}  # edges added here, cause -> symptoms
+    rows: dict[int, list[int]] = {}
     for i in stalled:
-        places = stalls[i]
-        fits = [j for j in by_rank.get(places[0][0], ()) if j != i
-                and severity_rank(levels[j]) >= severity_rank(levels[i])
+        places = _places(waits[i][1])
+        fits = [j for j in by_rank.get(places[0][0], ()) if j != i and severity[j] >= severity[i]
                 and all(_blocked(place, blocks[j]) for place in places)]
         if fits:
-            mine = _reaching(back, i)
+            back = back or reversed_csr(starts, targets)
+            mine = _reaching(back, added, i)
             fits = [j for j in fits if j not in mine]
         if fits:
-            j = min(fits, key=lambda j: order_key[j])
-            causes[i] = [j]
-            back.setdefault(j, []).append(i)
+            j = min(fits, key=lambda j: order_rank[j])
+            rows[i] = [j]
+            added.setdefault(j, []).append(i)
+    return with_rows(starts, targets, rows)
 
 
 def _blocked(place: tuple, blocks: Sequence[tuple[int, int]]) -> bool:
@@ -84,14 +91,15 @@ def _blocked(place: tuple, blocks: Sequence[tuple[int, int]]) -> bool:
     return any(r == rank and (core is None or c == core) for r, c in blocks)
 
 
-def _reaching(back: dict[int, list[int]], x: int) -> set[int]:
+def _reaching(back: tuple[np.ndarray, np.ndarray], added: Mapping[int, list[int]], x: int) -> set[int]:
     """Every finding that reaches ``x`` through cause edges (one breadth-first walk)."""
+    starts, symptoms = back
     seen: set[int] = set()
     frontier = [x]
     while frontier:
         nxt = []
         for v in frontier:
-            for s in back.get(v, ()):
+            for s in chain(symptoms[starts[v]:starts[v + 1]].tolist(), added.get(v, ())):
                 if s not in seen:
                     seen.add(s)
                     nxt.append(s)
@@ -101,25 +109,32 @@ def _reaching(back: dict[int, list[int]], x: int) -> set[int]:
 
 @dataclass(frozen=True)
 class Linked:
-    """What ``link`` decided, by report number (``drafts[n]`` is finding F{n+1}, report order):
-    each draft's severity after (c); its causes and the symptoms it explains, in CSR form (row n
-    of ``causes`` is ``cause_numbers[cause_starts[n]:cause_starts[n + 1]]``, report numbers
-    ascending; a root has none); what link adds to its extra (the causes it names that were not
-    reported, the members of the cycle it roots); and the count of each fingerprint that another
-    finding had first (2, 3, ...: fingerprints unique per report). A ``Finding`` is built only for
-    what a report lists (``finding``)."""
+    """What ``link`` decided, by report number (``drafts.item(n)`` is finding F{n+1}, report order):
+    each draft's level after (c) (``level``, ids into ``levels``); its causes and the symptoms
+    it explains, in CSR form (row n of ``causes`` is ``cause_numbers[cause_starts[n]:cause_starts[n + 1]]``,
+    report numbers ascending; a root has none); the causes it names that were not reported
+    (``missing``: an index into ``missing_texts``, -1 none), the members of the cycle it roots
+    (``cycles``), and its count among the findings of its rule and place (``twin``: 2, 3, ...
+    where another had it first, else 0: fingerprints unique per report). A ``Finding`` is built
+    only for what a report lists (``finding``)."""
 
-    drafts: tuple[Draft, ...]
+    drafts: Drafts
     levels: tuple[str, ...]
+    level: np.ndarray
     cause_starts: np.ndarray
     cause_numbers: np.ndarray
     explain_starts: np.ndarray
     explain_numbers: np.ndarray
-    notes: Mapping[int, dict[str, Any]] = field(default_factory=dict)
-    twins: Mapping[int, int] = field(default_factory=dict)
+    missing: np.ndarray
+    missing_texts: tuple[tuple[str, ...], ...] = ()
+    cycles: Mapping[int, list[str]] = field(default_factory=dict)
+    twin: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.drafts)
+
+    def level_of(self, n: int) -> str:
+        return self.levels[self.level[n]]
 
     def causes(self, n: int) -> np.ndarray:
         return self.cause_numbers[self.cause_starts[n]:self.cause_starts[n + 1]]
@@ -131,11 +146,11 @@ class Linked:
         return self.cause_starts[n] == self.cause_starts[n + 1]
 
     def message(self, n: int) -> str:
-        return message(self.drafts[n])
+        return message(self.drafts.item(n))
 
     def finding(self, n: int, defect_class: str = "") -> Finding:
         """Finding F{n+1}, its evidence rows ``pending`` (``analyzer.evidence.resolve`` describes them)."""
-        d = self.drafts[n]
+        d = self.drafts.item(n)
         hit = d.hit
         extra = dict(hit.extra)
         for k, v in hit.location.items():
@@ -149,13 +164,16 @@ class Linked:
         if hit.gap:  # (c)
             extra["partial_trace"] = hit.gap
             confidence = "partial-trace"
-        extra.update(self.notes.get(n, ()))
+        if self.missing[n] >= 0:
+            extra["causes_not_reported"] = list(self.missing_texts[self.missing[n]])
+        if n in self.cycles:
+            extra["cycle"] = list(self.cycles[n])
         location = d.location
         fp = fingerprint(hit.code, location)
-        if n in self.twins:  # the same rule, place and key twice: keep fingerprints unique per report
-            fp = f"{fp}-{self.twins[n]}"
+        if self.twin is not None and self.twin[n] > 1:  # the same rule and place twice: unique per report
+            fp = f"{fp}-{self.twin[n]}"
         return Finding(id=finding_id(n), code=hit.code, family=d.family, name=d.rule.name,
-                       severity=self.levels[n], confidence=confidence, message=self.message(n),
+                       severity=self.level_of(n), confidence=confidence, message=self.message(n),
                        location=location, caused_by=tuple(map(finding_id, self.causes(n).tolist())),
                        fingerprint=fp, extra=extra, key=normalize_key(hit.key),
                        explains=tuple(map(finding_id, self.explains(n).tolist())), defect_class=defect_class,
@@ -167,39 +185,31 @@ def finding_id(n: int) -> str:
     return f"F{n + 1}"
 
 
-def link(drafts: Sequence[Draft]) -> Linked:
+def link(drafts: Drafts | Sequence[Draft]) -> Linked:
     """Decide the roots ((a)-(c) of the module doc), order the report and number it F1..Fn."""
-    hits = [d.hit for d in drafts]
-    levels = [level(d) for d in drafts]
-    keys = _Keys(hits)
-    causes, missing = _cited(hits, keys)
-    rank = order_ranks(drafts, levels, keys, lambda i: message(drafts[i]))
-    cycles = break_cycles(causes, rank)
-    if any(h.stalls for h in hits):
-        waiter_causes(levels, [_places(h.blocks) for h in hits], [_places(h.stalls) for h in hits], causes, rank)
-    starts, nodes, depths = explained(causes)
-    order = _report_order(causes, levels, rank, starts, nodes, depths)
-    number = np.empty(len(drafts), np.int64)
-    number[order] = np.arange(len(drafts))
-    numbers = number.tolist()
-    notes: dict[int, dict[str, Any]] = {}
-    for i, names in missing.items():
-        notes[numbers[i]] = {"causes_not_reported": names}
-    for i, members in cycles.items():
-        ids = [finding_id(numbers[j]) for j in sorted(members, key=numbers.__getitem__)]
-        notes.setdefault(numbers[i], {})["cycle"] = ids
-    ordered = [drafts[i] for i in order.tolist()]
-    twins: dict[int, int] = {}
-    seen_fp: dict[tuple, int] = {}
-    for n, d in enumerate(ordered):
-        at = (d.hit.code, d.place[:6])  # what the fingerprint hashes (analyzer.finding.fingerprint)
-        k = seen_fp[at] = seen_fp.get(at, 0) + 1
-        if k > 1:
-            twins[n] = k
-    cause_starts, cause_numbers = _renumbered(*csr(causes), number, order)
-    explain_starts, explain_numbers = _renumbered(starts, nodes, number, order)
-    return Linked(tuple(ordered), tuple(levels[i] for i in order.tolist()), cause_starts, cause_numbers,
-                  explain_starts, explain_numbers, notes, twins)
+    if not isinstance(drafts, Drafts):
+        drafts = Drafts.of(list(drafts))
+    n = len(drafts)
+    levels = drafts.levels if "note" in drafts.levels else (*drafts.levels, "note")
+    level = np.where(drafts.gap, levels.index("note"), drafts.level)  # (c)
+    severity = np.array([severity_rank(lv) for lv in levels], np.int64)[level] if n else np.zeros(0, np.int64)
+    keys = _Keys(drafts)
+    starts, targets, missing, missing_texts = _cited(drafts, keys)
+    rank = order_ranks(drafts, -severity, keys, lambda i: message(drafts.item(i)))
+    starts, targets, cycles = break_cycles(starts, targets, rank)
+    if drafts.waits:
+        starts, targets = waiter_causes(severity, drafts.waits, starts, targets, rank)
+    ex_starts, ex_nodes, depths = explained(starts, targets)
+    order = _report_order(starts, severity, rank, ex_starts, ex_nodes, depths)
+    number = np.empty(n, np.int64)
+    number[order] = np.arange(n)
+    named = {int(number[i]): [finding_id(number[j]) for j in sorted(members, key=number.__getitem__)]
+             for i, members in cycles.items()}
+    ordered = drafts.take(order)
+    cause_starts, cause_numbers = _renumbered(starts, targets, number, order)
+    explain_starts, explain_numbers = _renumbered(ex_starts, ex_nodes, number, order)
+    return Linked(ordered, levels, level[order], cause_starts, cause_numbers, explain_starts, explain_numbers,
+                  missing[order], missing_texts, named, _twins(ordered))
 
 
 def message(d: Draft) -> str:
@@ -208,58 +218,92 @@ def message(d: Draft) -> str:
     return partial_trace_message(hit.message, hit.gap) if hit.gap else hit.message
 
 
-class _Keys:
-    """Each hit's key, normalized, built where asked: only the hits a cause may name and the ties of
-    the report's order need theirs (a column hit's key is built from its batch's array)."""
+def _twins(drafts: Drafts) -> np.ndarray:
+    """Each draft's count among those before it, itself included, of its rule at its place (what
+    the fingerprint hashes, ``analyzer.finding.fingerprint``); 0 where it is the first."""
+    n = len(drafts)
+    if not n:
+        return np.zeros(0, np.int64)
+    place = drafts.place
+    groups = group_columns([drafts.code, place[:, 0], place[:, 1], place[:, 2], drafts.region, place[:, 3],
+                            place[:, 4]])
+    by = np.argsort(groups.inverse, kind="stable")  # each group's drafts in report order
+    run_start = np.zeros(n, bool)
+    run_start[0] = True
+    run_start[1:] = groups.inverse[by][1:] != groups.inverse[by][:-1]
+    starts = np.maximum.accumulate(np.where(run_start, np.arange(n), 0))
+    count = np.empty(n, np.int64)
+    count[by] = np.arange(n) - starts + 1
+    return np.where(count > 1, count, 0)
 
-    def __init__(self, hits: Sequence):
-        self.hits = hits
+
+class _Keys:
+    """Each draft's key, normalized, built where asked: only the hits a cause may name and the ties
+    of the report's order need theirs (a column hit's key is built from its batch's array)."""
+
+    def __init__(self, drafts: Drafts):
+        self.drafts = drafts
         self.built: dict[int, Any] = {}
 
     def __getitem__(self, i: int) -> Any:
         found = self.built.get(i, _NONE)
         if found is _NONE:
-            found = self.built[i] = normalize_key(self.hits[i].key)
+            found = self.built[i] = normalize_key(self.drafts.key(i))
         return found
 
 
 _NONE = object()
 
 
-def _cited(hits: Sequence, keys: Sequence) -> tuple[list[list[int]], dict[int, list[str]]]:
-    """(a): each hit's reported causes (indices, in citation order, each once), and the causes it
-    names that no hit of this report is, as 'CODE [key]'. Only the hits of a code some hit cites
-    are indexed: a million symptoms citing a few thousand roots index those roots alone."""
-    cited = {code for h in hits if h.caused_by for code, _ in h.caused_by}
+def _cited(drafts: Drafts, keys: _Keys) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple]:
+    """(a): each draft's reported causes (indices, in citation order, each once) as a CSR graph;
+    and the causes it names that no draft of this report is, as 'CODE [key]' (an index into the
+    returned texts, -1 none). Resolved once per distinct ``caused_by``: a million symptoms share
+    a few; only the drafts of a code some draft cites are indexed."""
+    n = len(drafts)
+    lengths = np.zeros(n, np.int64)
+    missing = np.full(n, -1, np.int64)
+    texts: list[tuple[str, ...]] = []
+    citing = np.flatnonzero(drafts.cited >= 0)
+    if not len(citing):
+        return np.zeros(n + 1, np.int64), np.zeros(0, np.int64), missing, ()
+    named_codes = {code for caused_by in drafts.citations for code, _ in caused_by}
     index: dict[tuple[str, Any], list[int]] = {}
-    for i, h in enumerate(hits):
-        if h.code in cited:
-            index.setdefault((h.code, keys[i]), []).append(i)
-    causes: list[list[int]] = []
-    missing_of: dict[int, list[str]] = {}
-    resolved: dict[tuple, tuple] = {}  # per distinct caused_by: a million symptoms share a few
-    for i, h in enumerate(hits):
-        if not h.caused_by:
-            causes.append([])
-            continue
-        try:
-            named = resolved.get(h.caused_by)
-        except TypeError:  # a key that does not hash: resolved for this hit alone
-            named = _resolved(h.caused_by, index)
-        if named is None:
-            named = resolved[h.caused_by] = _resolved(h.caused_by, index)
-        found, missing, among = named
-        if i in among:  # a hit that names itself is never its own cause: its pairs resolved without it
-            found, missing, _ = _resolved(h.caused_by, index, i)
-        if missing:
-            missing_of[i] = list(missing)
-        causes.append(list(found))
-    return causes, missing_of
+    cited_ids = [k for k, code in enumerate(drafts.codes) if code in named_codes]
+    for i in np.flatnonzero(np.isin(drafts.code, cited_ids)).tolist():
+        index.setdefault((drafts.codes[drafts.code[i]], keys[i]), []).append(i)
+    citing = citing[np.argsort(drafts.cited[citing], kind="stable")]
+    bounds = np.flatnonzero(np.diff(drafts.cited[citing])) + 1
+    placed: list[tuple[np.ndarray, np.ndarray]] = []  # (drafts, the causes each of them has)
+    for members in np.split(citing, bounds):
+        caused_by = drafts.citations[drafts.cited[members[0]]]
+        found, names, among = _resolved(caused_by, index)
+        own = np.isin(members, np.fromiter(among, np.int64, len(among))) if among else np.zeros(len(members), bool)
+        shared = members[~own]
+        lengths[shared] = len(found)
+        placed.append((shared, np.asarray(found, np.int64)))
+        if names:
+            missing[shared] = len(texts)
+            texts.append(tuple(names))
+        for i in members[own].tolist():  # a hit that names itself is never its own cause
+            found_i, names_i, _ = _resolved(caused_by, index, i)
+            lengths[i] = len(found_i)
+            placed.append((np.array([i], np.int64), np.asarray(found_i, np.int64)))
+            if names_i:
+                missing[i] = len(texts)
+                texts.append(tuple(names_i))
+    starts = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    targets = np.empty(starts[-1], np.int64)
+    for members, found in placed:
+        if len(found) and len(members):
+            targets[starts[members][:, None] + np.arange(len(found))] = found
+    return starts, targets, missing, tuple(texts)
 
 
 def _resolved(caused_by, index: dict, own: int = -1) -> tuple[list[int], list[str], set[int]]:
-    """The hits ``caused_by`` names, in citation order, each once, hit ``own`` never; the pairs that
-    name no other hit; and the hits named, as a set."""
+    """The drafts ``caused_by`` names, in citation order, each once, draft ``own`` never; the pairs that
+    name no other draft; and the drafts named, as a set."""
     found: list[int] = []
     seen: set[int] = set()  # found as a set: a finding can cite thousands of causes
     missing: list[str] = []
@@ -275,21 +319,20 @@ def _resolved(caused_by, index: dict, own: int = -1) -> tuple[list[int], list[st
     return found, missing, seen
 
 
-def _report_order(causes: list[list[int]], levels: Sequence[str], rank: Sequence[int],
-                  starts: np.ndarray, nodes: np.ndarray, depths: np.ndarray) -> np.ndarray:
+def _report_order(starts: np.ndarray, severity: np.ndarray, rank: np.ndarray, ex_starts: np.ndarray,
+                  ex_nodes: np.ndarray, depths: np.ndarray) -> np.ndarray:
     """Roots first (severity, then symptoms explained, then the order key), then each root's symptoms
-    not placed yet, nearest first (distance, then the order key)."""
-    n = len(causes)
+    not placed yet, nearest first (distance, then the order key). ``starts``: the cause graph's
+    CSR rows (a root has none); ``ex_*``: what each explains (``explained``)."""
+    n = len(starts) - 1
     rank_ = np.asarray(rank, np.int64)
-    counts = np.diff(starts)
-    ranks = {lv: -severity_rank(lv) for lv in set(levels)}
-    severity = np.fromiter((ranks[lv] for lv in levels), np.int64, n)
-    roots = np.flatnonzero(np.fromiter(map(len, causes), np.int64, n) == 0)
-    roots = roots[np.lexsort((rank_[roots], -counts[roots], severity[roots]))]
+    counts = np.diff(ex_starts)
+    roots = np.flatnonzero(np.diff(starts) == 0)
+    roots = roots[np.lexsort((rank_[roots], -counts[roots], -severity[roots]))]
     # Every root's symptoms, root by root in report order, each root's nearest first; a symptom
     # is placed where it first appears.
-    at = positions(starts, roots)
-    symptom = nodes[at]
+    at = positions(ex_starts, roots)
+    symptom = ex_nodes[at]
     runs = np.lexsort((rank_[symptom], depths[at], np.repeat(np.arange(len(roots)), counts[roots])))
     symptom = symptom[runs]
     _, first = np.unique(symptom, return_index=True)

@@ -26,13 +26,15 @@ import json
 import re
 from array import array
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from ._cause_graph import positions
+from rules.analysis.groups import group_columns
+
 from .causes import Linked, finding_id
 from .draft import Draft
+from .draft_table import NULL
 from .finding import SEVERITIES, Finding, severity_rank
 
 _NUMBER = re.compile(r"-?\d+")
@@ -149,38 +151,90 @@ def classify(linked: Linked) -> tuple[DefectClass, ...]:
 
 def _classes(linked: Linked, cap: int | None) -> tuple[tuple[DefectClass, ...], array]:
     """The classes, each listing its first ``cap`` members (every one where None), and the class of
-    every finding by its number: ids are written for the listed members alone (10^6 findings)."""
-    members: dict[tuple, list[int]] = {}
-    roots = (np.diff(linked.cause_starts) == 0).tolist()
-    for n, d in enumerate(linked.drafts):
-        members.setdefault(class_key(d, roots[n]), []).append(n)
-    keys = list(members)  # insertion order is the order of each class's first finding
-    number = np.zeros(len(linked), np.int64)
-    for c, k in enumerate(keys):
-        number[members[k]] = c
+    every finding by its number: one group-by over the drafts' columns, ids written for the
+    listed members alone (10^6 findings)."""
+    drafts, n = linked.drafts, len(linked)
+    if not n:
+        return (), array("i")
+    root = np.diff(linked.cause_starts) == 0
+    groups = group_columns([drafts.code, drafts.place[:, 4], drafts.region, root, drafts.gap, drafts.defect])
+    by_first = np.argsort(groups.first, kind="stable")  # classes in the order of their first finding
+    number = np.empty(len(by_first), np.int64)
+    number[by_first] = np.arange(len(by_first))
+    of = number[groups.inverse]  # each finding's class
+    members = np.argsort(of, kind="stable")  # class by class, report order within each
+    bounds = np.zeros(len(by_first) + 1, np.int64)
+    np.cumsum(groups.counts[by_first], out=bounds[1:])
+    levels = np.bincount(of * 3 + _level_slot(linked), minlength=3 * len(by_first)).reshape(-1, 3)
+    top = _top_level(linked, of, len(by_first))
+    ranks, cores, launches = (_per_class(of, drafts.place[:, at], len(by_first)) for at in range(3))
+    sources = _first_source(of, drafts.source, len(by_first))
+    explains = _class_edges(linked.explain_starts, linked.explain_numbers, of, len(by_first))
+    caused_by = _class_edges(linked.cause_starts, linked.cause_numbers, of, len(by_first))
     seen_fp: dict[str, int] = {}
     out = []
-    for c, k in enumerate(keys):
-        ns = members[k]
-        code, site, region, root, _, defect = k
-        rep = linked.drafts[ns[0]]
-        fp = class_fingerprint(k)
+    for c in range(len(by_first)):
+        ns = members[bounds[c]:bounds[c + 1]]
+        first = int(ns[0])
+        rep = drafts.item(first)
+        key = class_key(rep, bool(root[first]))
+        code, site, region, is_root, _, defect = key
+        fp = class_fingerprint(key)
         seen_fp[fp] = seen_fp.get(fp, 0) + 1
         if seen_fp[fp] > 1:  # cannot happen for distinct keys unless sha256 collides; keep them unique anyway
             fp = f"{fp}-{seen_fp[fp]}"
-        places = [linked.drafts[n].place for n in ns]
-        levels = [linked.levels[n] for n in ns]
         listed = ns if cap is None else ns[:cap]
         out.append(DefectClass(
-            id=class_id(c), code=code, name=rep.rule.name, family=rep.family,
-            severity=max(set(levels), key=severity_rank), root=root, site=site, region=region,
-            source=next((p[6] for p in places if p[6]), None), shape=message_shape(linked.message(ns[0])),
-            defect=defect, members=tuple(map(finding_id, listed)), ranks=_values(places, 0),
-            cores=_values(places, 1), launches=_values(places, 2),
-            explains=_linked(linked.explain_starts, linked.explain_numbers, ns, number, c),
-            caused_by=_linked(linked.cause_starts, linked.cause_numbers, ns, number, c), fingerprint=fp,
-            severities=_severities(levels), count=len(ns)))
-    return tuple(out), array("i", number.astype(np.int32).tobytes())
+            id=class_id(c), code=code, name=rep.rule.name, family=rep.family, severity=top[c], root=is_root,
+            site=site, region=region, source=None if sources[c] < 0 else drafts.sources[sources[c]],
+            shape=message_shape(linked.message(first)), defect=defect,
+            members=tuple(map(finding_id, listed.tolist())), ranks=ranks[c], cores=cores[c],
+            launches=launches[c], explains=explains[c], caused_by=caused_by[c], fingerprint=fp,
+            severities=tuple(levels[c].tolist()), count=len(ns)))
+    return tuple(out), array("i", of.astype(np.int32).tobytes())
+
+
+def _level_slot(linked: Linked) -> np.ndarray:
+    """Each finding's level as its place in ``SEVERITIES`` (error, warning, note: the counts a class
+    keeps)."""
+    slot = np.array([SEVERITIES.index(lv) if lv in SEVERITIES else 0 for lv in linked.levels], np.int64)
+    return slot[linked.level]
+
+
+def _top_level(linked: Linked, of: np.ndarray, classes: int) -> list[str]:
+    """Each class's highest level among its findings."""
+    rank = np.array([severity_rank(lv) for lv in linked.levels], np.int64)
+    best = np.zeros(classes, np.int64)
+    np.maximum.at(best, of, rank[linked.level])
+    name = {severity_rank(lv): lv for lv in reversed(linked.levels)}
+    return [name[r] for r in best.tolist()]
+
+
+def _per_class(of: np.ndarray, values: np.ndarray, classes: int) -> list[tuple[int, ...]]:
+    """Each class's distinct non-null ``values``, ascending."""
+    keep = values != NULL
+    pairs = np.unique(np.stack((of[keep], values[keep])), axis=1) if keep.any() else np.zeros((2, 0), np.int64)
+    bounds = np.searchsorted(pairs[0], np.arange(classes + 1))
+    found = pairs[1].tolist()
+    return [tuple(found[bounds[c]:bounds[c + 1]]) for c in range(classes)]
+
+
+def _first_source(of: np.ndarray, source: np.ndarray, classes: int) -> np.ndarray:
+    """Each class's first finding's source (an index into the drafts' sources) that has one, -1 none."""
+    out = np.full(classes, -1, np.int64)
+    named = np.flatnonzero(source >= 0)[::-1]  # the last write of each class is its first finding's
+    out[of[named]] = source[named]
+    return out
+
+
+def _class_edges(starts: np.ndarray, targets: np.ndarray, of: np.ndarray, classes: int) -> list[tuple[str, ...]]:
+    """Per class, the other classes its findings' edges (a CSR graph over finding numbers) lead to,
+    in class order."""
+    pairs = np.stack((np.repeat(of, np.diff(starts)), of[targets]))
+    pairs = np.unique(pairs[:, pairs[0] != pairs[1]], axis=1)
+    bounds = np.searchsorted(pairs[0], np.arange(classes + 1))
+    found = pairs[1].tolist()
+    return [tuple(map(class_id, found[bounds[c]:bounds[c + 1]])) for c in range(classes)]
 
 
 def class_id(c: int) -> str:
@@ -200,21 +254,3 @@ def sample(linked: Linked, cap: int | None) -> tuple[tuple[Finding, ...], tuple[
     classes, index = _classes(linked, cap)
     keep = sorted(int(fid[1:]) - 1 for c in classes for fid in c.members)
     return tuple(linked.finding(n, classes[index[n]].id) for n in keep), classes, index
-
-
-def _severities(levels: Sequence[str]) -> tuple[int, int, int]:
-    n = dict.fromkeys(SEVERITIES, 0)
-    for level in levels:
-        n[level] += 1
-    return tuple(n.values())
-
-
-def _values(places: Sequence[tuple], at: int) -> tuple[int, ...]:
-    return tuple(sorted({p[at] for p in places} - {None}))
-
-
-def _linked(starts: np.ndarray, targets: np.ndarray, members: list[int], number: np.ndarray, own: int
-            ) -> tuple[str, ...]:
-    """The classes, other than ``own``, of the findings the members' edges (CSR rows) lead to, in class order."""
-    found = np.unique(number[targets[positions(starts, np.asarray(members, np.int64))]])
-    return tuple(map(class_id, found[found != own].tolist()))

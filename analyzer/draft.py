@@ -3,10 +3,12 @@
 A post-mortem of a hung 256-rank job can hold a million hits of a few defects.
 The engine places each hit once, as a ``Draft`` (the hit itself, its rule, its
 location from the first row's columns, the inference notes its rule rests on),
-which costs a few slots; the root decision (``analyzer.causes.link``) and the
-defect classes (``analyzer.classes``) read drafts, and a ``Finding`` is built
-only for what a report lists (``analyzer.causes.Linked.finding``). A million
-hits then cost their count and one pass, not a million findings.
+which costs a few slots, or a batch of hits at once, as columns
+(``analyzer.draft_table``); the root decision (``analyzer.causes.link``) and
+the defect classes (``analyzer.classes``) read the drafts' columns, and a
+``Finding`` is built only for what a report lists
+(``analyzer.causes.Linked.finding``). A million hits then cost their count
+and a few passes, not a million findings.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from . import window_run as W
 from .causes import link
 from .classes import DefectClass, sample
 from .config import Config
-from .draft import Draft
+from .draft_table import Drafts, Piece
 from .finding import Finding, count_at_or_above
 from .gc_pause import paused
 from .window_run import RuleError, WindowExecutor  # noqa: F401 (the engine's API)
@@ -224,7 +224,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
     total = ds.num_rows()
     windows = plan(ds.blocks, config.window_events, total)
     prof = W.Profile.from_env()
-    drafts: list[Draft] = []
+    drafts: list[Piece] = []
     kept = None  # (window, its columns): the last window's, for the evidence of its listed findings
     jobs = min(config.jobs, len(windows))
     tell("windows", len(windows))
@@ -253,7 +253,7 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
                      ranks=ds.manifest.ranks, cores=ds.manifest.cores, events=total,
                      ranks_missing=tuple(ds.report.ranks_missing), lost=tuple(lost))
     with paused():
-        linked = link(drafts)
+        linked = link(Drafts.of(drafts))
         del drafts
         findings, classes, index = sample(linked, config.max_findings)
         del linked  # the drafts: only the listed findings are built

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .config import Config
-from .draft import Draft
-from .evidence import drafts_of, owned, resolve
+from .draft_table import Piece
+from .evidence import resolve
 from .finding import Finding
 from .gc_pause import paused
+from .placement import drafts_of, owned
 
 if TYPE_CHECKING:  # pragma: no cover
     from rules.base import Rule
@@ -40,7 +41,7 @@ class RuleError(Exception):
 
 def run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
                times: dict[str, float] | None = None, tell=None, keep_view: bool = False
-               ) -> tuple[list[Draft], Any]:
+               ) -> tuple[list[Piece], Any]:
     """Run every selected rule on one window: the drafts of the findings it owns (``analyzer.draft``;
     ``describe_listed`` resolves the evidence of those a report lists), and the view where ``keep_view``
     (else released now, None).
@@ -48,6 +49,7 @@ def run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     ``tell("rule", 1)`` as each rule ends.
     """
     from ingest._jit import warm
+    from rules.hit_columns import HitColumns
     from rules.runner import run
     from rules.trace import TraceView
 
@@ -57,12 +59,12 @@ def run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     trace.prefetch()
     prof and prof.mark(f"read: {trace.n:,} events, {len(trace.loaded)} columns")
     by_code = {r.code: r for r in selected}
-    out: list[Draft] = []
+    out: list[Piece] = []
 
-    def on_rule(rule, hits) -> None:
-        prof and prof.mark(f"{rule.code} check ({len(hits)} hits)")
+    def on_rule(rule, found) -> None:  # found: the rule's hits, a batch of them (HitColumns) as one
+        prof and prof.mark(f"{rule.code} check ({sum(len(h) if isinstance(h, HitColumns) else 1 for h in found)} hits)")
         with paused():
-            out.extend(drafts_of(owned(window, hits, trace), by_code, rule, config, trace, window))
+            out.extend(drafts_of(owned(window, found, trace), by_code, rule, config, trace, window))
         prof and prof.mark(f"{rule.code} evidence")
         if times is not None:
             times[rule.code] = times.get(rule.code, 0.0) + time.perf_counter() - began[0]
@@ -144,10 +146,10 @@ def registered(selected: list[type["Rule"]]) -> bool:
 
 
 # A window executor: (dataset, windows, config, rule codes) -> each window's drafts, in window order.
-WindowExecutor = Callable[[Path, Sequence[Any], Config, list[str]], Iterable[list[Draft]]]
+WindowExecutor = Callable[[Path, Sequence[Any], Config, list[str]], Iterable[list[Piece]]]
 
 
-def window_job(dataset: str, window, config: Config, codes: list[str]) -> list[Draft]:
+def window_job(dataset: str, window, config: Config, codes: list[str]) -> list[Piece]:
     from ingest.dataset import Dataset
     from rules import registry
 

@@ -180,4 +180,16 @@ def _dedent(text: str) -> str:
 def hits_of(trace: "TraceView", code: str) -> list[Hit]:
     """The hits rule ``code`` gave on this view in this run (``rules.runner.run`` holds them on
     the view, running cited rules first); none where it was not run. Never runs the rule."""
-    return trace.hits.get(code, [])
+    return expand(trace.hits.get(code, []))
+
+
+def expand(found: Iterable) -> list[Hit]:
+    """A rule's output (``rules.runner.check``) as hits, one by one: each batch of hits
+    (``rules.hit_columns.HitColumns``, anything not a ``Hit``) as its members, in place."""
+    out: list = []
+    for h in found:
+        if isinstance(h, Hit):
+            out.append(h)
+        else:
+            out.extend(h.hits())
+    return out

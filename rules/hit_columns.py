@@ -4,9 +4,10 @@ A rule that can find a defect hundreds of thousands of times (a count mismatch p
 expert, sender and receiver of every launch after a counter was left unreset) yields
 one ``HitColumns`` instead of a ``Hit`` per member: its typed fields as arrays, a
 member's message rendered from those fields by the rule, and only when a report
-prints it. The runner hands each member on as a ``ColumnHit``, which reads like a
-``Hit`` (``rules.base``) attribute for attribute, from the columns: what the engine
-asks of every hit (key, causes, defect) is a lookup, and what only a listed
+prints it. The engine places and links a batch as columns (``analyzer.draft_table``);
+where one member is asked for (a rule that cites it, ``rules.base.hits_of``; a
+finding a report lists), it is a ``ColumnHit``, which reads like a ``Hit``
+(``rules.base``) attribute for attribute, from the columns: what only a listed
 finding needs (message, evidence rows, extra) is built for that finding alone.
 
 A column named in ``tables`` holds indices into its table: the few distinct
@@ -107,15 +108,34 @@ class HitColumns:
         """Member ``i``'s typed fields."""
         return self.fields(*(self.value(name, i) for name in self.fields._fields))
 
+    def categories(self, name: str, members: np.ndarray) -> tuple[np.ndarray, tuple]:
+        """The ``members``' values of ``name`` as ids into a table of values (None among them where
+        a member's reads as None): the column's own table where it has one, else its distinct
+        values, else the one constant. For the engine's columns of drafts: no value per member."""
+        col = self.columns.get(name)
+        if col is None:
+            return np.zeros(len(members), np.int64), (self.constant.get(name, _DEFAULTS.get(name)),)
+        null, table = self.nulls.get(name), self.tables.get(name)
+        values = col[members]
+        if table is not None:
+            ids = values.astype(np.int64)
+            return (ids if null is None else np.where(ids == null, len(table), ids)), (*table, None)
+        distinct, ids = np.unique(values, return_inverse=True)
+        return ids.reshape(-1).astype(np.int64), tuple(None if v == null else v for v in distinct.tolist())
+
+    def first_row_array(self) -> np.ndarray:
+        """Each member's first evidence row, -1 where it has none (``first_rows`` as one array)."""
+        present = self.rows >= 0
+        first = self.rows[np.arange(len(self)), np.argmax(present, axis=1)] if self.rows.shape[1] else \
+            np.full(len(self), -1, np.int64)
+        return np.where(first >= 0, first, -1).astype(np.int64)
+
     def first_rows(self) -> list[int | None]:
         """Each member's first evidence row (None: it has none)."""
         cache = self.__dict__.setdefault("_values", {})
         key = "(first rows)"  # not an identifier: never a field's or an attribute's name in the same cache
         if key not in cache:
-            present = self.rows >= 0
-            at = np.argmax(present, axis=1)
-            first = self.rows[np.arange(len(self)), at]
-            cache[key] = [None if r < 0 else r for r in first.tolist()]
+            cache[key] = [None if r < 0 else r for r in self.first_row_array().tolist()]
         return cache[key]
 
     def __getstate__(self):  # the member lists are rebuilt where asked, not pickled
@@ -168,14 +188,3 @@ class ColumnHit:
 def as_hit(hit: Hit | ColumnHit) -> Hit:
     """``hit`` as a ``Hit`` (a column member built whole): for what needs the dataclass itself."""
     return hit.as_hit() if isinstance(hit, ColumnHit) else hit
-
-
-def expand(found) -> list:
-    """A rule's check output as hits: each ``HitColumns`` as its members, in place."""
-    out: list = []
-    for h in found:
-        if isinstance(h, HitColumns):
-            out.extend(h.hits())
-        else:
-            out.append(h)
-    return out

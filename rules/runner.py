@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .analysis import Options, Stage, Stages, allow, compute
-from .base import Hit, Rule, RuleContext
-from .hit_columns import expand
+from .base import Hit, Rule, RuleContext, expand
+from .hit_columns import HitColumns
 
 if TYPE_CHECKING:  # pragma: no cover
     from .trace import TraceView
@@ -48,10 +48,11 @@ def citation_order(rules: Iterable[type[Rule]]) -> list[type[Rule]]:
 
 def run(trace: "TraceView", rules: Iterable[type[Rule]],
         options_for: Callable[[type[Rule]], Mapping[str, Any]] = lambda r: dict(r.options),
-        on_rule: Callable[[type[Rule], list[Hit]], None] | None = None,
+        on_rule: Callable[[type[Rule], list[Hit | HitColumns]], None] | None = None,
         on_analysis: Callable[[str], None] | None = None,
-        on_start: Callable[[type[Rule] | None], None] | None = None) -> dict[str, list[Hit]]:
-    """Every rule's hits on the view, by code, in citation order (see the module docstring).
+        on_start: Callable[[type[Rule] | None], None] | None = None) -> dict[str, list[Hit | HitColumns]]:
+    """Every rule's output on the view (``check``'s: a batch of hits stays one), by code, in
+    citation order (see the module docstring); ``base.hits_of`` reads a rule's one by one.
 
     ``options_for(rule)`` gives a rule's options (the config's, over its
     defaults); ``on_start`` is told which rule starts (None: the shared
@@ -69,20 +70,26 @@ def run(trace: "TraceView", rules: Iterable[type[Rule]],
     held = trace.hits
     for rule in order:
         on_start and on_start(rule)
-        hits = check_one(rule, trace, options_for(rule))
-        held[rule.code] = hits
-        on_rule and on_rule(rule, hits)
+        found = check(rule, trace, options_for(rule))
+        held[rule.code] = found
+        on_rule and on_rule(rule, found)
     return {rule.code: held[rule.code] for rule in order}
 
 
-def check_one(rule: type[Rule], trace: "TraceView", options: Mapping[str, Any] | None = None) -> list[Hit]:
-    """One rule's hits on the view (a ``HitColumns`` it yields as its members, ``ColumnHit``s), alone (the rules it cites are not run: their hits are whatever
-    the view already holds), with its declared stages and the guard on: what ``run`` does for each
-    rule, and what a rule's fixtures run."""
+def check(rule: type[Rule], trace: "TraceView", options: Mapping[str, Any] | None = None) -> list[Hit | HitColumns]:
+    """One rule's output on the view, as it gave it (a ``HitColumns`` stays one batch), alone (the
+    rules it cites are not run: their hits are whatever the view already holds), with its declared
+    stages and the guard on: what ``run`` does for each rule."""
     ctx = RuleContext(options=dict(rule.options) if options is None else options,
                       stages=Stages(trace, rule.code, rule.requires))
     allow(trace, rule.code, rule.requires)
     try:
-        return expand(rule().check(trace, ctx))
+        return list(rule().check(trace, ctx))
     finally:
         allow(trace, None, None)
+
+
+def check_one(rule: type[Rule], trace: "TraceView", options: Mapping[str, Any] | None = None) -> list[Hit]:
+    """``check``'s hits one by one (a ``HitColumns``' members as ``ColumnHit``s): what a rule's
+    fixtures read."""
+    return expand(check(rule, trace, options))

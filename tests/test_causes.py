@@ -92,9 +92,12 @@ def test_order_ranks_are_the_order_keys_ranks():
     those tie, the key's text and the message: the same order, and the same ties, as the whole keys."""
     import random
 
+    import numpy as np
+
     from analyzer._cause_order import order_key, order_ranks
     from analyzer.causes import level, message
-    from analyzer.finding import normalize_key
+    from analyzer.draft_table import Drafts
+    from analyzer.finding import normalize_key, severity_rank
 
     rng = random.Random(11)
     drafts = [draft(rng.choice(("MT101", "MT202", "MT502")), rng.randint(0, 2), rng.choice((0, 1, None)),
@@ -106,7 +109,8 @@ def test_order_ranks_are_the_order_keys_ranks():
     levels = [level(d) for d in drafts]
     keys = [normalize_key(d.hit.key) for d in drafts]
     full = [order_key(d, lv, k, message(d)) for d, lv, k in zip(drafts, levels, keys)]
-    ranks = order_ranks(drafts, levels, keys, lambda i: message(drafts[i]))
+    severity = np.array([-severity_rank(lv) for lv in levels], np.int64)
+    ranks = order_ranks(Drafts.of(drafts), severity, keys, lambda i: message(drafts[i]))
     pairs = [(rng.randrange(3000), rng.randrange(3000)) for _ in range(20000)]
     assert any(full[a] == full[b] and a != b for a, b in pairs)  # the sample has whole ties
     for a, b in pairs:

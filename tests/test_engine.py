@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from _diag_helpers import RULES, BadRoute, Boom, PlainWrite, StuckWait, make_dataset, write_trace, events
-from analyzer._cause_graph import break_cycles, explained
+from analyzer._cause_graph import break_cycles, csr, explained
 from analyzer.config import Config, parse_config
 from analyzer.engine import RuleError, diagnose
 from rules.base import Family, Rule, Severity
@@ -217,10 +217,10 @@ def test_graph_helpers():
     edges = [[1], [2], [0], [0], []]
     comps = sorted(sorted(c) for c in strongly_connected(edges))
     assert comps == [[0, 1, 2], [3], [4]]
-    causes = [list(e) for e in edges]
-    assert break_cycles(causes, [2, 1, 0, 3, 4]) == {2: [0, 1, 2]}
-    assert causes[2] == [] and causes[0] == [1]
-    starts, nodes, depths = explained(causes)
+    cut_starts, cut_targets, cycles = break_cycles(*csr(edges), [2, 1, 0, 3, 4])
+    assert cycles == {2: [0, 1, 2]}
+    assert cut_targets[cut_starts[2]:cut_starts[3]].tolist() == [] and cut_targets[cut_starts[0]:cut_starts[1]].tolist() == [1]
+    starts, nodes, depths = explained(cut_starts, cut_targets)
     assert list(zip(nodes[starts[2]:starts[3]], depths[starts[2]:starts[3]])) == [(1, 1), (0, 2), (3, 3)]
     assert starts[4] == starts[5]
     long_chain = [[i + 1] for i in range(5000)] + [[]]  # no recursion limit

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from analyzer.draft import LOCATION_FIELDS
-from analyzer.evidence import _as_location, _first_places, _resolve_rows
+from analyzer.evidence import _resolve_rows
+from analyzer.placement import _as_location, _first_places
 from rules.trace import TraceView
 
 CORPUS = Path(__file__).parent / "corpus"

@@ -18,7 +18,7 @@ import pytest
 
 from analyzer.engine import diagnose
 from analyzer.report import render
-from rules.hit_columns import ColumnHit, HitColumns
+from rules.hit_columns import HitColumns
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 TRACES = ["classic_count_not_reset", "classic_cut_before_round_two_wait", "classic_barrier_all_cores_off_by_one",
@@ -44,20 +44,14 @@ def test_rewording_every_message_keeps_every_fingerprint(name, monkeypatch):
 
     before = diagnose(CORPUS / name)
     assert before.classes, f"{name}: no findings to compare"
-    check_one = runner.check_one
+    check = runner.check
 
-    def reworded(rule, trace, options=None):
-        batches: dict[int, HitColumns] = {}  # a rule's hits as columns: their batch renders other words
+    def reworded(rule, trace, options=None):  # a batch of hits renders its messages in other words
+        return [dataclasses.replace(h, render=lambda f, render=h.render: _reworded(render(f)))
+                if isinstance(h, HitColumns) else dataclasses.replace(h, message=_reworded(h.message))
+                for h in check(rule, trace, options)]
 
-        def other(batch: HitColumns) -> HitColumns:
-            if id(batch) not in batches:
-                batches[id(batch)] = dataclasses.replace(batch, render=lambda f: _reworded(batch.render(f)))
-            return batches[id(batch)]
-
-        return [other(h.batch).hit(h.i) if isinstance(h, ColumnHit)
-                else dataclasses.replace(h, message=_reworded(h.message)) for h in check_one(rule, trace, options)]
-
-    monkeypatch.setattr(runner, "check_one", reworded)
+    monkeypatch.setattr(runner, "check", reworded)
     after = diagnose(CORPUS / name)
     assert all(f.message.startswith("Reworded 42: ") for f in after.findings)
     assert _identity(after) == _identity(before)

@@ -13,7 +13,8 @@ import rules.mt502_count_mismatch as mt502
 from analyzer.config import Config
 from analyzer.engine import diagnose
 from rules.base import Confidence, Hit
-from rules.hit_columns import _DEFAULTS, ColumnHit, HitColumns, as_hit, expand
+from rules.base import expand
+from rules.hit_columns import _DEFAULTS, ColumnHit, HitColumns, as_hit
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 MANY = CORPUS / "udma_roce_quiet_missing_everywhere"  # 64 count mismatches

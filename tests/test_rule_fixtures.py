@@ -28,6 +28,7 @@ from rules import registry
 from rules.analysis import Options, closure
 from rules.analysis.stages import CITES as STAGE_CITES
 from rules.base import Hit, Rule
+from rules.base import expand
 from rules.runner import check_one, run
 from rules.trace import TraceView
 
@@ -103,8 +104,9 @@ def _assert_causes(rule: type[Rule], ds: Path, options: Mapping[str, Any], alone
     if not cited:  # nothing to resolve against: the causes are what the rule gave alone
         together = {rule.code: alone}
     else:
-        together = run(TraceView.open(ds), [rule, *(rules[c] for c in cited)],
-                       options_for=lambda r: options if r is rule else dict(r.options))
+        ran = run(TraceView.open(ds), [rule, *(rules[c] for c in cited)],
+                  options_for=lambda r: options if r is rule else dict(r.options))
+        together = {code: expand(found) for code, found in ran.items()}
     hits = together[rule.code]
     assert [h.key for h in hits] == [h.key for h in alone], f"{rule.code}/{name}: other hits with its cited rules"
     for i, (h, want) in enumerate(zip(hits, wants)):
