@@ -213,9 +213,9 @@ def _top_level(linked: Linked, of: np.ndarray, classes: int) -> list[str]:
 def _per_class(of: np.ndarray, values: np.ndarray, classes: int) -> list[tuple[int, ...]]:
     """Each class's distinct non-null ``values``, ascending."""
     keep = values != NULL
-    pairs = np.unique(np.stack((of[keep], values[keep])), axis=1) if keep.any() else np.zeros((2, 0), np.int64)
-    bounds = np.searchsorted(pairs[0], np.arange(classes + 1))
-    found = pairs[1].tolist()
+    owner, found = _distinct_pairs(of[keep], values[keep])
+    bounds = np.searchsorted(owner, np.arange(classes + 1))
+    found = found.tolist()
     return [tuple(found[bounds[c]:bounds[c + 1]]) for c in range(classes)]
 
 
@@ -230,11 +230,22 @@ def _first_source(of: np.ndarray, source: np.ndarray, classes: int) -> np.ndarra
 def _class_edges(starts: np.ndarray, targets: np.ndarray, of: np.ndarray, classes: int) -> list[tuple[str, ...]]:
     """Per class, the other classes its findings' edges (a CSR graph over finding numbers) lead to,
     in class order."""
-    pairs = np.stack((np.repeat(of, np.diff(starts)), of[targets]))
-    pairs = np.unique(pairs[:, pairs[0] != pairs[1]], axis=1)
-    bounds = np.searchsorted(pairs[0], np.arange(classes + 1))
-    found = pairs[1].tolist()
+    source, target = np.repeat(of, np.diff(starts)), of[targets]
+    other = source != target
+    owner, found = _distinct_pairs(source[other], target[other])
+    bounds = np.searchsorted(owner, np.arange(classes + 1))
+    found = found.tolist()
     return [tuple(map(class_id, found[bounds[c]:bounds[c + 1]])) for c in range(classes)]
+
+
+def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (a, b) pairs, sorted by a then b, as two arrays: one lexsort (np.unique over
+    axis 1 sorted a structured view, 2 s for 10^6 pairs)."""
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    new = np.ones(len(a), bool)
+    new[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return a[new], b[new]
 
 
 def class_id(c: int) -> str:

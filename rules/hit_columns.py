@@ -33,6 +33,9 @@ _DEFAULTS = {f.name: (MappingProxyType(f.default_factory()) if callable(f.defaul
              for f in fields(Hit) if f.name not in ("code", "message", "rows", "key", "extra")}
 
 
+_NO_NULL = object()  # a column with no null value: equal to none of its values
+
+
 @dataclass(frozen=True, eq=False)
 class HitColumns:
     """The hits of one rule as columns (see the module docstring).
@@ -79,7 +82,10 @@ class HitColumns:
 
     def hit(self, i: int) -> "ColumnHit":
         """Member ``i``."""
-        return ColumnHit(self, i, (self.first_rows()[i], *(self.values(name)[i] for name in _DEFAULTS)))
+        rows = self.rows[i]
+        present = rows[rows >= 0]
+        return ColumnHit(self, i, (int(present[0]) if len(present) else None,
+                                   *(self.value(name, i) for name in _DEFAULTS)))
 
     def values(self, name: str) -> list:
         """Every member's ``name`` (through its table), built once per batch when first asked."""
@@ -101,8 +107,18 @@ class HitColumns:
 
     def value(self, name: str, i: int) -> Any:
         """Member ``i``'s ``name``: its column's value (through its table), else the constant or
-        the Hit's default."""
-        return self.values(name)[i]
+        the Hit's default. One member's alone: a report lists a few of a million."""
+        cached = self.__dict__.get("_values", {}).get(name)
+        if cached is not None:
+            return cached[i]
+        col = self.columns.get(name)
+        if col is None:
+            return self.constant.get(name, _DEFAULTS.get(name))
+        v = col[i].item()
+        if v == self.nulls.get(name, _NO_NULL):
+            return None
+        table = self.tables.get(name)
+        return v if table is None else table[v]
 
     def member(self, i: int):
         """Member ``i``'s typed fields."""

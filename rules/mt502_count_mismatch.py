@@ -128,7 +128,9 @@ class CountMismatch(Rule):
         # for another peer landed here: the count then differs by what those left behind.
         # One defect per side that recorded the count and per kind of cause that explains it.
         groups = group_columns([launches[kept], senders[kept], receivers[kept], side[kept]])
-        explained = [_explained(ix, L, i, j, SIDES[s]) for L, i, j, s in groups.values.T.tolist()]
+        cited = _may_cite(ix, *groups.values)
+        explained = [_explained(ix, L, i, j, SIDES[s]) if c else ((), "", SIDES[s])
+                     for (L, i, j, s), c in zip(groups.values.T.tolist(), cited.tolist())]
         cause = groups.inverse.astype(np.int32)
         first = np.where(a_rows >= 0, a_rows, b_rows)[kept]
         seq = trace["seq"]
@@ -217,6 +219,29 @@ def _count_causes(ix: dict, launch: int, sender: int, receiver: int, silent: int
     if silent is not None:
         out += ix["nodes"].get((silent, launch), [])
     return tuple(dict.fromkeys(out))
+
+
+def _may_cite(ix: dict, launch: np.ndarray, sender: np.ndarray, receiver: np.ndarray, side: np.ndarray) -> np.ndarray:
+    """Which (launch, sender, receiver, side) groups have a key in some list of ``_cause_index``
+    (the others have no cause): one membership test per list, not a lookup per group (a trace
+    can have 10^5 groups, few with causes)."""
+    silent = np.where(side == SIDES.index("not-received"), receiver, sender)  # "both": asked in vain
+    asked = {"stale": (receiver, launch - 1), "stale_counters": (receiver, launch - 1),
+             "wrong": (sender, receiver, launch), "mt404": (sender, launch), "raw": (sender, receiver, launch),
+             "kept": (receiver, launch), "nodes": (silent, launch)}
+    out = np.zeros(len(launch), bool)
+    for name, query in asked.items():
+        if ix[name]:
+            out |= _among(query, list(ix[name]))
+    return out
+
+
+def _among(query: tuple[np.ndarray, ...], keys: list[tuple]) -> np.ndarray:
+    """Whether each tuple of the ``query`` columns is one of ``keys``."""
+    n = len(query[0])
+    table = np.array(keys, np.int64).reshape(len(keys), len(query)).T
+    ids = group_columns([np.concatenate((q, k)) for q, k in zip(query, table)]).inverse
+    return np.isin(ids[:n], ids[n:])
 
 
 def _cause_index(trace, wf: WaitForGraph, words: WordTable, producers: Producers) -> dict:
