@@ -99,3 +99,25 @@ def test_a_report_words_only_the_messages_it_lists(monkeypatch):
     # order compare messages too, but these findings differ in place.
     assert len(worded) <= listed + len(capped.classes) < everything
     assert [f.message for f in capped.findings] == [f.message for f in full.findings if f.id in {g.id for g in capped.findings}]
+
+
+@pytest.mark.parametrize("name", ["udma_roce_quiet_missing_everywhere", "udma_count_not_reset", "classic_cut_prefix",
+                                  "udma_cut_after_signal", "two_off_by_one_and_invalid_expert"])
+def test_a_batch_reports_what_its_members_as_hits_report(name, monkeypatch):
+    """The engine places, links, orders and classes a batch as columns (``analyzer.draft_table``):
+    the report is the one its members give when each is handed on as a plain ``Hit`` (causes,
+    gaps, partial-trace confidence, cuts, every finding listed)."""
+    import rules.runner as runner
+    from analyzer.report.json import to_json
+
+    def report() -> dict:
+        out = to_json(diagnose(CORPUS / name, Config(max_findings=10**6)))
+        out.pop("trace")
+        return out
+
+    columns = report()
+    check = runner.check
+    monkeypatch.setattr(runner, "check", lambda *a, **k: [as_hit(h) for h in expand(check(*a, **k))])
+    hits = report()
+    assert any(f["code"] == "MT502" for f in columns["findings"])
+    assert columns == hits
