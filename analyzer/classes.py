@@ -149,13 +149,13 @@ def classify(linked: Linked) -> tuple[DefectClass, ...]:
     return _classes(linked, None)[0]
 
 
-def _classes(linked: Linked, cap: int | None) -> tuple[tuple[DefectClass, ...], array]:
-    """The classes, each listing its first ``cap`` members (every one where None), and the class of
-    every finding by its number: one group-by over the drafts' columns, ids written for the
-    listed members alone (10^6 findings)."""
+def _classes(linked: Linked, cap: int | None) -> tuple[tuple[DefectClass, ...], array, list[int]]:
+    """The classes, each listing its first ``cap`` members (every one where None), the class of
+    every finding by its number, and the numbers listed, ascending: one group-by over the drafts'
+    columns, ids written for the listed members alone (10^6 findings)."""
     drafts, n = linked.drafts, len(linked)
     if not n:
-        return (), array("i")
+        return (), array("i"), []
     root = np.diff(linked.cause_starts) == 0
     groups = group_columns([drafts.code, drafts.place[:, 4], drafts.region, root, drafts.gap, drafts.defect])
     by_first = np.argsort(groups.first, kind="stable")  # classes in the order of their first finding
@@ -173,6 +173,7 @@ def _classes(linked: Linked, cap: int | None) -> tuple[tuple[DefectClass, ...], 
     caused_by = _class_edges(linked.cause_starts, linked.cause_numbers, of, len(by_first))
     seen_fp: dict[str, int] = {}
     out = []
+    shown: list[np.ndarray] = []
     for c in range(len(by_first)):
         ns = members[bounds[c]:bounds[c + 1]]
         first = int(ns[0])
@@ -184,6 +185,7 @@ def _classes(linked: Linked, cap: int | None) -> tuple[tuple[DefectClass, ...], 
         if seen_fp[fp] > 1:  # cannot happen for distinct keys unless sha256 collides; keep them unique anyway
             fp = f"{fp}-{seen_fp[fp]}"
         listed = ns if cap is None else ns[:cap]
+        shown.append(listed)
         out.append(DefectClass(
             id=class_id(c), code=code, name=rep.rule.name, family=rep.family, severity=top[c], root=is_root,
             site=site, region=region, source=None if sources[c] < 0 else drafts.sources[sources[c]],
@@ -191,7 +193,7 @@ def _classes(linked: Linked, cap: int | None) -> tuple[tuple[DefectClass, ...], 
             members=tuple(map(finding_id, listed.tolist())), ranks=ranks[c], cores=cores[c],
             launches=launches[c], explains=explains[c], caused_by=caused_by[c], fingerprint=fp,
             severities=tuple(levels[c].tolist()), count=len(ns)))
-    return tuple(out), array("i", of.astype(np.int32).tobytes())
+    return tuple(out), array("i", of.astype(np.int32).tobytes()), np.sort(np.concatenate(shown)).tolist()
 
 
 def _level_slot(linked: Linked) -> np.ndarray:
@@ -262,6 +264,5 @@ def sample(linked: Linked, cap: int | None) -> tuple[tuple[Finding, ...], tuple[
     A trace with a million stuck waits is a few classes: the report then builds, holds, renders
     and writes a few hundred findings, not a million (the ids of the others stay in the listed
     findings' ``explains`` and ``caused_by``, so a root is still a finding with no cause)."""
-    classes, index = _classes(linked, cap)
-    keep = sorted(int(fid[1:]) - 1 for c in classes for fid in c.members)
-    return tuple(linked.finding(n, classes[index[n]].id) for n in keep), classes, index
+    classes, index, listed = _classes(linked, cap)
+    return tuple(linked.finding(n, classes[index[n]].id) for n in listed), classes, index
