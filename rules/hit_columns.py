@@ -114,7 +114,8 @@ class HitColumns:
         col = self.columns.get(name)
         if col is None:
             return self.constant.get(name, _DEFAULTS.get(name))
-        v = col[i].item()
+        v = col[i]
+        v = v.item() if isinstance(v, np.generic) else v
         if v == self.nulls.get(name, _NO_NULL):
             return None
         table = self.tables.get(name)
@@ -204,3 +205,11 @@ class ColumnHit:
 def as_hit(hit: Hit | ColumnHit) -> Hit:
     """``hit`` as a ``Hit`` (a column member built whole): for what needs the dataclass itself."""
     return hit.as_hit() if isinstance(hit, ColumnHit) else hit
+
+
+def coded(values) -> tuple[np.ndarray, tuple]:
+    """``values`` (any hashable Python values, None among them) as a column of indices into a table
+    of their distinct values, in order of first appearance: for ``columns`` and ``tables``."""
+    index: dict = {}
+    ids = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int64)
+    return ids, tuple(index)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _hits as H
@@ -9,6 +11,7 @@ from .analysis import HappensBefore, Options, Stage
 from .analysis import codes as C
 from .analysis.groups import group_columns
 from .base import Family, Rule, Severity, hits_of
+from .hit_columns import HitColumns, coded
 
 _SHOW = 8  # (flag, put) pairs named in a group's extra
 
@@ -91,34 +94,85 @@ class SignalBeforePayload(Rule):
         pair_seqs = list(zip(seq[shown].tolist(), seq[u.hit_put[shown]].tolist()))
         mt603 = hits_of(trace, "MT603")
         naming = _naming(mt603)
-        for g, (f, p, q, last, last_seq, n) in enumerate(zip(heads.tolist(), put.tolist(), quiet.tolist(),
-                                                             lasts.tolist(), seq[lasts].tolist(), sizes.tolist())):
-            rank, core = d["rank"][g], d["core"][g]
-            rows = [("flag write", f), ("outstanding put", p)]
-            why = f"no quiet or fence of engine {dp['engine'][g]} in between"
-            if q >= 0:
-                rows.append(("quiet of another engine", q))
-                engine, peer = dq["engine"][g], dq["peer"][g]
-                named = f"{dq['kind'][g]} {'all' if engine is None else engine}" + (
-                    f" peer {peer}" if peer is not None else "")
-                why = f"the {named} at seq {dq['seq'][g]} does not cover it"
-            more = ""
-            if n > 1:
-                rows.append(("last flag write of the group", last))
-                more = (f"; {n} flag writes from {len(sites[g])} site(s) overtake puts of this site after "
-                        f"the same missing drain (to rank(s) {', '.join(map(str, peers[g]))}, seq "
-                        f"{d['seq'][g]}..{last_seq})")
-            msg = (f"rank {rank} core {core} launch {d['launch'][g]}: {d['kind'][g]} to rank {d['peer'][g]} "
-                   f"{d['region'][g]}[{d['offset'][g]}] at seq {d['seq'][g]} while the {dp['engine'][g]} put "
-                   f"{dp['region'][g]}[{dp['offset'][g]}] ({dp['nbytes'][g]} B) at seq {dp['seq'][g]} is "
-                   f"outstanding; {why}{more}")
-            # In flight together with an MT603 hit's put: the MT603 hits naming the flag write or its put.
-            causes = tuple(("MT603", mt603[k].key) for k in sorted({*naming.get(f, ()), *naming.get(p, ())}))
-            yield self.hit(msg, rows=tuple(rows), key=(rank, core, d["seq"][g]), rests_on=((rank, core),),
-                           caused_by=causes,
-                           extra={"peer": d["peer"][g], "put_engine": dp["engine"][g], "flag_writes": n,
-                                  "flag_sites": sites[g],
-                                  "pairs": [list(x) for x in pair_seqs[pair_edges[g]:pair_edges[g + 1]]]})
+        causes = [tuple(("MT603", mt603[k].key) for k in sorted({*naming.get(f, ()), *naming.get(p, ())}))
+                  for f, p in zip(heads.tolist(), put.tolist())] if naming else [()] * count
+        pairs = [tuple(pair_seqs[pair_edges[g]:pair_edges[g + 1]]) for g in range(count)]
+        columns: dict[str, np.ndarray] = {}
+        tables: dict[str, tuple] = {}
+        nulls: dict[str, int] = {}
+        for name, values in (("rank", d["rank"]), ("core", d["core"]), ("launch", d["launch"]), ("kind", d["kind"]),
+                             ("peer", d["peer"]), ("region", d["region"]), ("offset", d["offset"]),
+                             ("seq", d["seq"]), ("put_engine", dp["engine"]), ("put_region", dp["region"]),
+                             ("put_offset", dp["offset"]), ("put_bytes", dp["nbytes"]), ("put_seq", dp["seq"]),
+                             ("quiet_kind", dq["kind"]), ("quiet_engine", dq["engine"]), ("quiet_peer", dq["peer"]),
+                             ("quiet_seq", dq["seq"]), ("sites", map(tuple, sites)), ("peers", map(tuple, peers)),
+                             ("pairs", pairs), ("caused_by", causes),
+                             ("rests_on", zip(d["rank"], d["core"]))):
+            columns[name], tables[name] = coded(values)
+        tables["rests_on"] = tuple((place,) for place in tables["rests_on"])
+        for name in ("quiet_kind", "quiet_engine", "quiet_peer", "quiet_seq"):  # no quiet in between: none
+            columns[name] = np.where(quiet >= 0, columns[name], -1)
+            nulls[name] = -1
+        columns["flag_writes"], columns["last_seq"] = sizes.astype(np.int64), seq[lasts].astype(np.int64)
+        rows = np.stack((heads, put, quiet, np.where(sizes > 1, lasts, -1)), axis=1).astype(np.int64)
+        yield HitColumns(code=self.code, fields=Overtake, render=_message, extra=_extra, columns=columns,
+                         tables=tables, nulls=nulls, roles=ROLES, rows=rows,
+                         key=_key(tables, columns))
+
+
+ROLES = ("flag write", "outstanding put", "quiet of another engine", "last flag write of the group")
+
+
+class Overtake(NamedTuple):
+    """A group of flag writes that overtake a payload put: its message and extra are rendered from these."""
+
+    rank: int
+    core: int
+    launch: int
+    kind: str  # the first flag write's kind (signal, amo, put)
+    peer: int | None
+    region: str | None
+    offset: int | None
+    seq: int
+    put_engine: str | None
+    put_region: str | None
+    put_offset: int | None
+    put_bytes: int | None
+    put_seq: int
+    quiet_kind: str | None  # the quiet (or fence) of another engine in between; None: there was none
+    quiet_engine: str | None
+    quiet_peer: int | None
+    quiet_seq: int | None
+    sites: tuple  # the group's flag write sites
+    peers: tuple  # the ranks its flag writes go to
+    pairs: tuple  # its first (flag seq, put seq) pairs
+    flag_writes: int
+    last_seq: int
+
+
+def _message(f: Overtake) -> str:
+    why = f"no quiet or fence of engine {f.put_engine} in between"
+    if f.quiet_seq is not None:
+        named = f"{f.quiet_kind} {'all' if f.quiet_engine is None else f.quiet_engine}" + (
+            f" peer {f.quiet_peer}" if f.quiet_peer is not None else "")
+        why = f"the {named} at seq {f.quiet_seq} does not cover it"
+    more = ""
+    if f.flag_writes > 1:
+        more = (f"; {f.flag_writes} flag writes from {len(f.sites)} site(s) overtake puts of this site after "
+                f"the same missing drain (to rank(s) {', '.join(map(str, f.peers))}, seq {f.seq}..{f.last_seq})")
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: {f.kind} to rank {f.peer} {f.region}[{f.offset}] at "
+            f"seq {f.seq} while the {f.put_engine} put {f.put_region}[{f.put_offset}] ({f.put_bytes} B) at seq "
+            f"{f.put_seq} is outstanding; {why}{more}")
+
+
+def _extra(f: Overtake) -> dict:
+    return {"peer": f.peer, "put_engine": f.put_engine, "flag_writes": f.flag_writes, "flag_sites": list(f.sites),
+            "pairs": [list(x) for x in f.pairs]}
+
+
+def _key(tables: dict, columns: dict) -> np.ndarray:
+    """(rank, core, seq) of each group's first flag write: its key."""
+    return np.stack([np.asarray(tables[name], np.int64)[columns[name]] for name in ("rank", "core", "seq")], axis=1)
 
 
 def _distinct_per_group(group: np.ndarray, values: np.ndarray, count: int) -> list[list[int]]:
