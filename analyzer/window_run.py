@@ -62,7 +62,8 @@ def run_window(ds, window, config: Config, selected: list[type["Rule"]], prof,
     out: list[Piece] = []
 
     def on_rule(rule, found) -> None:  # found: the rule's hits, a batch of them (HitColumns) as one
-        prof and prof.mark(f"{rule.code} check ({sum(len(h) if isinstance(h, HitColumns) else 1 for h in found)} hits)")
+        if prof:
+            prof.mark(f"{rule.code} check ({sum(len(h) if isinstance(h, HitColumns) else 1 for h in found)} hits)")
         with paused():
             out.extend(drafts_of(owned(window, found, trace), by_code, rule, config, trace, window))
         prof and prof.mark(f"{rule.code} evidence")

@@ -121,6 +121,19 @@ def test_rule_crash_propagates_with_original(ds):
     assert isinstance(info.value.__cause__, ValueError)
 
 
+def test_a_finding_placed_at_a_non_integer_rank_is_its_rule_s_bug(ds):
+    """The report orders and groups findings by their integer place: a rule that names a rank that
+    is no integer fails as that rule's error, not later in the link."""
+
+    class Odd(Boom):
+        def check(self, trace, ctx):
+            yield self.hit("somewhere", rows=(("event", 0),), location={"rank": "three"})
+
+    with pytest.raises(RuleError, match="MT599") as info:
+        diagnose(ds, rules=[Odd])
+    assert "rank 'three', which is not an integer" in str(info.value.__cause__)
+
+
 def test_gaps_are_reported(tmp_path):
     ds = make_dataset(tmp_path, lost={(2, 0): 7})
     rep = diagnose(ds, rules=RULES)
