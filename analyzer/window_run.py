@@ -117,9 +117,14 @@ def release(trace) -> None:
 
 def describe_listed(ds, findings: tuple[Finding, ...], kept) -> tuple[Finding, ...]:
     """The listed findings with their evidence, each window's described from its view: ``kept``'s
-    (window, columns) where it is that window's, else the window read again (its evidence rows
-    index that view). One window's view at a time: memory follows the window, not the findings."""
+    (window, columns) where it is that window's, else the window's evidence rows alone, read again
+    from the row groups that hold them (``TraceView.at_rows``). Memory follows the window, not
+    the findings, and a window's evidence costs its rows, not the window."""
+    import numpy as np
+
     from rules.trace import TraceView
+
+    from .finding import updated
 
     kept_window, kept_view = kept if kept is not None else (None, None)
     by_window: dict[Any, list[int]] = {}
@@ -128,8 +133,16 @@ def describe_listed(ds, findings: tuple[Finding, ...], kept) -> tuple[Finding, .
             by_window.setdefault(f.pending[2], []).append(i)
     out = list(findings)
     for window, idx in by_window.items():
-        view = kept_view if kept_view is not None and window == kept_window else TraceView(ds, blocks=window.blocks)
-        for i, f in zip(idx, resolve([findings[i] for i in idx], view)):
+        listed = [findings[i] for i in idx]
+        if kept_view is not None and window == kept_window:
+            view = kept_view
+        else:  # the rows named, renumbered as the view of them alone holds them
+            rows = np.unique(np.fromiter((r for f in listed for _, r in f.pending[0]), np.int64))
+            view = TraceView.at_rows(ds, rows, window.blocks)
+            at = dict(zip(rows.tolist(), range(len(rows))))
+            listed = [updated(f, pending=(tuple((role, at[r]) for role, r in f.pending[0]), *f.pending[1:]))
+                      for f in listed]
+        for i, f in zip(idx, resolve(listed, view)):
             out[i] = f
         if view is not kept_view:
             release(view)

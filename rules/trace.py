@@ -83,6 +83,15 @@ class TraceView:
     def loaded(self) -> list[str]:
         return list(self._cols)
 
+    @classmethod
+    def at_rows(cls, dataset, rows: np.ndarray, blocks: tuple[int, int] | None = None) -> "TraceView":
+        """A view of every column at ``rows`` alone (ascending, distinct rows of the window
+        ``blocks``; row i of this view is ``rows[i]`` there), read from the row groups holding
+        them: where a report describes a few events of a window it no longer holds."""
+        out = cls(dataset, blocks=blocks)
+        out._cols = dataset.take([c.name for c in COLUMNS], rows, blocks=blocks)
+        return out
+
     def columns_only(self) -> "TraceView":
         """A view of the same window holding the columns this one loaded and nothing derived from
         them: what describing evidence needs, without the stages' results."""

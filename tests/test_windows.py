@@ -272,12 +272,41 @@ def test_describing_an_earlier_windows_evidence_infers_nothing(tmp_path, monkeyp
     assert len(calls) == len(windows)  # once per window's rules, none for the evidence
 
 
-def test_an_earlier_window_read_again_for_its_evidence_reads_its_columns_at_once(tmp_path, monkeypatch):
-    """The columns the listed rows show are read in one pass over the window's files (after its kinds,
-    which decide them), not one pass per column."""
+def test_an_earlier_window_read_again_for_its_evidence_reads_its_rows_alone(tmp_path, monkeypatch):
+    """The evidence of an earlier window's listed findings is read once per window, and only at
+    their rows (``Dataset.take``, the row groups holding them), not the window's columns again."""
     _, blk = _blocked(tmp_path, "classic", ("count-not-reset",), seed=1)
+    taken: list = []
+    take = Dataset.take
+
+    def counted(self, names, rows, blocks=None):
+        taken.append((blocks, len(rows)))
+        return take(self, names, rows, blocks=blocks)
+
+    monkeypatch.setattr(Dataset, "take", counted)
     report, _, after = _reads_around_the_link(monkeypatch, blk, lambda names, blocks: blocks)
     windows = plan(Dataset(blk).blocks, 1, report.trace.events)
     again = {w.blocks for w in windows[:-1] if any(w.owns(f.location.launch) for f in report.findings)}
-    assert again and set(after) == again
-    assert all(after.count(b) <= 2 for b in again), after
+    assert again and {b for b, _ in taken} == again and len(taken) == len(again)
+    assert not set(after) & again, after  # no whole window read again
+    rows = sum(len(f.evidence) for f in report.findings)
+    assert all(0 < n <= rows for _, n in taken)
+    assert all(f.evidence for f in report.findings)
+
+
+def test_take_reads_what_arrays_reads_at_those_rows(tmp_path):
+    """``Dataset.take`` gives each column's values at the rows asked, as the whole read does, for
+    every block window (strings and nulls included)."""
+    from ingest.contract import COLUMNS
+
+    _, blk = _blocked(tmp_path, "classic", ("count-not-reset",), seed=1)
+    ds = Dataset(blk)
+    names = [c.name for c in COLUMNS]
+    rng = np.random.default_rng(3)
+    for w in plan(ds.blocks, 1, ds.num_rows()):
+        whole = ds.arrays(names, blocks=w.blocks)
+        n = len(whole["kind"])
+        for rows in (np.arange(0), np.array([0, n - 1]), np.unique(rng.integers(0, n, 40))):
+            got = ds.take(names, rows, blocks=w.blocks)
+            for name in names:
+                assert got[name].tolist() == whole[name][rows].tolist(), (w.blocks, name)
