@@ -55,7 +55,7 @@ def test_diagnose_imports_only_what_it_uses():
 
 
 def test_diagnose_of_a_dataset_imports_no_arrow_compute(tmp_path):
-    """Reading a dataset's columns fills their nulls with numpy (ingest.dataset._filled): arrow's
+    """Reading a dataset's columns fills their nulls with numpy (ingest.column_read._filled): arrow's
     fill_null would import pyarrow.compute, ~0.04-0.08 s of every diagnose's start-up."""
     ds = tmp_path / "ds"
     assert run_cli("ingest", CORPUS / "classic_invalid_expert_9", "-o", ds).code == 0

@@ -1,4 +1,4 @@
-"""A dataset's integer columns come out of ``ingest.dataset.to_numpy`` with nulls as the column's
+"""A dataset's integer columns come out of ``ingest.column_read.to_numpy`` with nulls as the column's
 sentinel, filled from the validity bitmap (numpy, or a compiled pass for long chunks; so that
 reading a dataset needs no ``pyarrow.compute``): the same arrays, dtypes included, as arrow's
 ``fill_null``; ``into`` writes them straight into a window's array."""
@@ -13,8 +13,8 @@ import pyarrow.compute  # noqa: F401  (the reference below: fill_null)
 import pytest
 
 from ingest.contract import COLUMN
-from ingest import dataset as D
-from ingest.dataset import into, to_numpy
+from ingest import column_read as D
+from ingest.column_read import into, to_numpy
 
 
 def _reference(col, name):
