@@ -209,7 +209,7 @@ def _draft(hit: "Hit", fixed: tuple, trace: "TraceView", loc: dict[str, Any],
     if hit.location:  # the hit names its place (or part of it) itself
         loc = {**loc, **{k: jsonable(v) for k, v in hit.location.items() if k in LOCATION_FIELDS}}
         for name in ("rank", "core", "launch", "offset", "site"):  # the report orders and groups by them
-            if not isinstance(loc.get(name, 0), int):
+            if not isinstance(loc.get(name), (int, type(None))):
                 raise ValueError(f"{hit.code} placed a finding at {name} {loc[name]!r}, which is not an integer")
     region = loc.get("region")
     region_id = region if isinstance(region, int) else None
