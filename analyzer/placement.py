@@ -89,7 +89,11 @@ def drafts_of(found: Sequence, rules: dict[str, type["Rule"]], rule: type["Rule"
     for h in found:
         if type(h) is tuple:
             batch, members = h
-            out.append(_batch_drafts(batch, members, fixed_of(batch.code), trace, notes, window))
+            placed_batch = _batch_drafts(batch, members, fixed_of(batch.code), trace, notes, window)
+            if isinstance(placed_batch, list):  # its members placed one by one
+                out.extend(placed_batch)
+            else:
+                out.append(placed_batch)
         else:
             out.append(next(placed))
     return out
@@ -126,8 +130,7 @@ def _batch_drafts(batch, members: np.ndarray, fixed: tuple, trace: "TraceView", 
     where its members name a place of their own (``location``), as a ``Hit`` may."""
     from .draft_table import NULL, BatchDrafts
 
-    ids, locations = batch.categories("location", members)
-    if any(locations):
+    if any(batch.categories("location", members)[1]):
         return _hit_drafts([batch.hit(int(m)) for m in members.tolist()], lambda code: fixed, trace, notes, window)
     rule, family, configured, default = fixed
     rows = batch.first_row_array()[members]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from pathlib import Path
 from typing import NamedTuple
@@ -123,3 +124,27 @@ def test_a_batch_reports_what_its_members_as_hits_report(name, monkeypatch):
     hits = report()
     assert {"MT502", "MT401"} & {f["code"] for f in columns["findings"]}
     assert columns == hits
+
+
+def test_a_batch_whose_members_name_a_place_of_their_own_is_placed_one_by_one(monkeypatch):
+    """A member's ``location`` (here a peer, kept in the extra) is placed as a ``Hit``'s would be."""
+    import rules.runner as runner
+    from analyzer.report.json import to_json
+
+    def report(to_hits: bool) -> dict:
+        check = runner.check
+
+        def located(*a, **k):
+            found = [dataclasses.replace(h, constant={**h.constant, "location": {"peer": 7}})
+                     if isinstance(h, HitColumns) else h for h in check(*a, **k)]
+            return [as_hit(h) for h in expand(found)] if to_hits else found
+
+        with monkeypatch.context() as m:
+            m.setattr(runner, "check", located)
+            out = to_json(diagnose(MANY, Config(max_findings=10**6)))
+        out.pop("trace")
+        return out
+
+    columns = report(False)
+    assert columns == report(True)
+    assert all(f["extra"]["peer"] == 7 for f in columns["findings"] if f["code"] == "MT502")
