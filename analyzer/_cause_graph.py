@@ -1,8 +1,9 @@
 """The cause graph's walks for ``analyzer.causes.link``, over CSR arrays.
 
 Nodes are a report's drafts, edges symptom -> cause, in CSR form (``starts``,
-``targets``: node v cites ``targets[starts[v]:starts[v + 1]]``). Linear passes in numba (``analyzer._cause_kernels``); the Python
-around them only where the graph has a cycle, which real reports rarely do.
+``targets``: node v cites ``targets[starts[v]:starts[v + 1]]``). Linear passes
+in numba (``analyzer._cause_kernels``); the Python around them only where the
+graph has a cycle, which real reports rarely do.
 """
 
 from __future__ import annotations
@@ -13,14 +14,6 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rules.analysis.graph import strongly_connected
-
-
-def csr(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, targets) of adjacency lists: row v is ``targets[starts[v]:starts[v + 1]]``."""
-    lengths = np.fromiter(map(len, rows), np.int64, len(rows))
-    starts = np.zeros(len(rows) + 1, np.int64)
-    np.cumsum(lengths, out=starts[1:])
-    return starts, np.fromiter(chain.from_iterable(rows), np.int64, int(starts[-1]))
 
 
 def positions(starts: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -1,7 +1,8 @@
 """The report order's tie-break between findings, as ranks: ints that ``analyzer.causes.link`` sorts by.
 
-Two findings compare by severity, code, place (rank, core, launch), first seq,
-key and message, in that order (``order_key``). A report can have a million
+Two findings compare by severity (highest first), code, place (rank, core,
+launch; -1 where absent), first seq, key (its JSON text, ``key_text``) and
+message, in that order. A report can have a million
 findings: one numpy sort of the integer fields orders nearly all of them, and
 the key's text and the message are built and compared only where those tie.
 """
@@ -14,21 +15,15 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from .draft_table import NULL
-from .finding import jsonable, severity_rank
+from .finding import jsonable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .draft import Draft
     from .draft_table import Drafts
-
-
-def order_key(d: "Draft", level: str, key: Any, message: str) -> tuple:
-    """What orders two findings: severity, code, place, first seq, key, message."""
-    return (-severity_rank(level), d.hit.code, d.order_place, (d.seq,), key_text(key), message)
 
 
 def order_ranks(drafts: "Drafts", severity: np.ndarray, keys: Sequence[Any],
                 message: Callable[[int], str]) -> np.ndarray:
-    """Each draft's ``order_key`` as its rank among all of them (equal keys, equal ranks):
+    """Each draft's place in the order (the module docstring) as its rank (equal keys, equal ranks):
     ``severity`` is each draft's negated ``severity_rank``, ``message(i)`` draft i's message as the
     report words it. One sort of the integer fields; the key's text and the message only for ties."""
     n = len(drafts)
@@ -36,7 +31,7 @@ def order_ranks(drafts: "Drafts", severity: np.ndarray, keys: Sequence[Any],
     fields = np.empty((n, 6), np.int64)
     fields[:, 0] = severity
     fields[:, 1] = code_rank[drafts.code] if n else 0
-    for at in range(3):  # rank, core, launch: Draft.order_place's, -1 where absent
+    for at in range(3):  # rank, core, launch, -1 where absent
         column = drafts.place[:, at]
         fields[:, 2 + at] = np.where(column == NULL, -1, column)
     fields[:, 5] = drafts.seq

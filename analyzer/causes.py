@@ -47,11 +47,6 @@ def partial_trace_message(message: str, gap: str) -> str:
     return f"{message} [partial trace: {gap}; the missing event may be in the gap]"
 
 
-def level(d: Draft) -> str:
-    """(c): the draft's severity, a note where its evidence may lie in a gap of the trace."""
-    return "note" if d.hit.gap else d.severity
-
-
 def waiter_causes(severity: np.ndarray, waits: Mapping[int, tuple], starts: np.ndarray, targets: np.ndarray,
                   order_rank: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(b): a root whose every stalled place is blocked by another finding's stuck wait becomes
@@ -193,7 +188,7 @@ def link(drafts: Drafts | Sequence[Draft]) -> Linked:
     n = len(drafts)
     levels = drafts.levels if "note" in drafts.levels else (*drafts.levels, "note")
     level = np.where(drafts.gap, levels.index("note"), drafts.level)  # (c)
-    severity = np.array([severity_rank(lv) for lv in levels], np.int64)[level] if n else np.zeros(0, np.int64)
+    severity = np.array([severity_rank(lv) for lv in levels], np.int64)[level]
     keys = Keys(drafts)
     starts, targets, missing, missing_texts = cited(drafts, keys)
     rank = order_ranks(drafts, -severity, keys, lambda i: message(drafts.item(i)))

@@ -56,9 +56,3 @@ class Draft:
     @property
     def location(self) -> Location:
         return Location(*self.place)
-
-    @property
-    def order_place(self) -> tuple[int, int, int]:
-        """(rank, core, launch), -1 where absent: the report order's place."""
-        rank, core, launch = self.place[:3]
-        return (-1 if rank is None else rank, -1 if core is None else core, -1 if launch is None else launch)

@@ -3,6 +3,11 @@ and the classes without a trace."""
 
 from __future__ import annotations
 
+import json
+from itertools import chain
+
+import numpy as np
+
 from analyzer.causes import Linked, link
 from analyzer.classes import sample
 from analyzer.draft import Draft
@@ -32,3 +37,26 @@ def report(drafts: list[Draft], cap: int | None = None):
     """(the findings listed, the classes, the class index) of the drafts, as the engine builds them."""
     linked = link(drafts)
     return sample(linked, cap)
+
+
+def csr(rows) -> tuple[np.ndarray, np.ndarray]:
+    """Adjacency lists as the CSR graph ``analyzer._cause_graph`` walks: row v is
+    ``targets[starts[v]:starts[v + 1]]``."""
+    lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+    starts = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    return starts, np.fromiter(chain.from_iterable(rows), np.int64, int(starts[-1]))
+
+
+def level(d: Draft) -> str:
+    """(c) for one draft: its severity, a note where its evidence may lie in a gap of the trace."""
+    return "note" if d.hit.gap else d.severity
+
+
+def order_key(d: Draft, level: str, key, message: str) -> tuple:
+    """The report order, spelled out as one tuple per finding (``analyzer._cause_order``'s docstring):
+    severity, code, place (rank, core, launch; -1 where absent), first seq, key text, message."""
+    from analyzer.finding import jsonable, severity_rank
+
+    place = tuple(-1 if v is None else v for v in d.place[:3])
+    return (-severity_rank(level), d.hit.code, place, (d.seq,), json.dumps(jsonable(key)), message)

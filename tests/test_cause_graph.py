@@ -6,7 +6,9 @@ import random
 
 import pytest
 
-from analyzer._cause_graph import break_cycles, csr, explained
+from _drafts import csr
+
+from analyzer._cause_graph import break_cycles, explained
 from rules.analysis.graph import strongly_connected
 
 

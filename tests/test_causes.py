@@ -94,8 +94,10 @@ def test_order_ranks_are_the_order_keys_ranks():
 
     import numpy as np
 
-    from analyzer._cause_order import order_key, order_ranks
-    from analyzer.causes import level, message
+    from _drafts import level, order_key
+
+    from analyzer._cause_order import order_ranks
+    from analyzer.causes import message
     from analyzer.draft_table import Drafts
     from analyzer.finding import normalize_key, severity_rank
 

@@ -7,7 +7,9 @@ from dataclasses import replace
 import pytest
 
 from _diag_helpers import RULES, BadRoute, Boom, PlainWrite, StuckWait, make_dataset, write_trace, events
-from analyzer._cause_graph import break_cycles, csr, explained
+from _drafts import csr
+
+from analyzer._cause_graph import break_cycles, explained
 from analyzer.config import Config, parse_config
 from analyzer.engine import RuleError, diagnose
 from rules.base import Family, Rule, Severity
