@@ -58,11 +58,8 @@ def _owned_members(window, batch, launches: np.ndarray) -> np.ndarray:
     """The members of ``batch`` the window owns, by their first row's launch (a batch's members
     name no launch of their own: a batch places each member at its first row)."""
     rows = batch.first_row_array()
-    if window.launch_lo is None:
-        return np.arange(len(rows), dtype=np.int64)
-    launch = launches[np.maximum(rows, 0)].astype(np.int64)
-    keep = (launch >= window.launch_lo) & (launch <= window.launch_hi)
-    return np.flatnonzero(np.where(rows >= 0, keep, window.last)).astype(np.int64)
+    owned = window.owns_each(launches[np.maximum(rows, 0)].astype(np.int64), rows >= 0)
+    return np.flatnonzero(owned).astype(np.int64)
 
 
 def drafts_of(found: Sequence, rules: dict[str, type["Rule"]], rule: type["Rule"], config: Config,
@@ -145,12 +142,7 @@ def _batch_drafts(batch, members: np.ndarray, fixed: tuple, trace: "TraceView", 
     sources = {s: trace.manifest.site_text(s) for s in sites if s != NULL}
     lost_ids, lost_on = batch.categories("rests_on", members)
     partial = np.array([bool(v) and trace.lost_at(v) for v in lost_on], bool)[lost_ids]
-    inferred: tuple[str, ...] = ()
-    if rule.infers_from:
-        about = (None, rule.infers_from)
-        if about not in notes:
-            notes[about] = tuple(trace.inference.about(None, rule.infers_from))
-        inferred = notes[about]
+    inferred = _inferred(rule, None, trace, notes)  # placed at rows: the notes of no one region
     place = np.stack([columns[name] for name in ("rank", "core", "launch", "offset", "site")], axis=1)
     return BatchDrafts(batch, members, rule, family, configured, default, place,
                        np.where(region == NULL, -1, region), tuple(r.name for r in trace.declared.regions),
@@ -230,16 +222,22 @@ def _placed(hit: "Hit", fixed: tuple, trace: "TraceView", place: tuple, region_i
             notes: dict[tuple, tuple[str, ...]], seq: int, window: Any) -> Draft:
     """The draft of a hit at ``place`` (``Draft.place``): its severity, inference notes and partiality."""
     rule, family, configured, default_severity = fixed
-    # What the finding rests on that the trace, not the manifest, gave (rules.analysis.inference).
-    inferred: tuple[str, ...] = ()
-    if rule.infers_from:
-        about = (region_id, rule.infers_from)
-        if about not in notes:
-            notes[about] = tuple(trace.inference.about(region_id, rule.infers_from))
-        inferred = notes[about]
+    inferred = _inferred(rule, region_id, trace, notes)
     severity = configured or (hit.severity.value if hit.severity else None) or default_severity
     partial = bool(hit.rests_on) and trace.lost_at(hit.rests_on)
     return Draft(hit, rule, family, severity, place, inferred, seq, window, partial)
+
+
+def _inferred(rule: type["Rule"], region_id: int | None, trace: "TraceView",
+              notes: dict[tuple, tuple[str, ...]]) -> tuple[str, ...]:
+    """What a finding of ``rule`` in region ``region_id`` rests on that the trace, not the manifest,
+    gave (``rules.analysis.inference``): worked out once per (region, properties) in ``notes``."""
+    if not rule.infers_from:
+        return ()
+    about = (region_id, rule.infers_from)
+    if about not in notes:
+        notes[about] = tuple(trace.inference.about(region_id, rule.infers_from))
+    return notes[about]
 
 
 def _value(v: Any) -> str:

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 # Large enough that a typical training step's trace is one window; small
 # enough that a 100 M event trace needs a few GiB, not tens.
@@ -52,6 +55,14 @@ class Window:
         if launch is None:
             return self.last
         return self.launch_lo <= launch <= self.launch_hi
+
+    def owns_each(self, launch: np.ndarray, named: np.ndarray) -> np.ndarray:
+        """``owns`` of many hits at once: their launches, ``named`` False where a hit names none."""
+        import numpy as np  # here: the config imports this module, and ``moetrace --help`` no numpy
+
+        if self.launch_lo is None:
+            return np.ones(len(launch), bool)
+        return np.where(named, (launch >= self.launch_lo) & (launch <= self.launch_hi), self.last)
 
 
 def plan(blocks: Sequence, window_events: int, total: int) -> list[Window]:

@@ -141,16 +141,20 @@ class HitColumns:
         return ids.reshape(-1).astype(np.int64), tuple(None if v == null else v for v in distinct.tolist())
 
     def first_row_array(self) -> np.ndarray:
-        """Each member's first evidence row, -1 where it has none (``first_rows`` as one array)."""
-        present = self.rows >= 0
-        first = self.rows[np.arange(len(self)), np.argmax(present, axis=1)] if self.rows.shape[1] else \
-            np.full(len(self), -1, np.int64)
-        return np.where(first >= 0, first, -1).astype(np.int64)
+        """Each member's first evidence row, -1 where it has none (``first_rows`` as one array), built
+        once per batch: the engine asks for it where it keeps a window's members and where it places them."""
+        cache = self.__dict__.setdefault("_values", {})
+        key = "(first row array)"  # not an identifier: never a field's or an attribute's name in the same cache
+        if key not in cache:
+            # argmax finds the first role present; a member with none finds role 0, which holds -1 then
+            cache[key] = (self.rows[np.arange(len(self)), np.argmax(self.rows >= 0, axis=1)].astype(np.int64)
+                          if self.rows.shape[1] else np.full(len(self), -1, np.int64))
+        return cache[key]
 
     def first_rows(self) -> list[int | None]:
         """Each member's first evidence row (None: it has none)."""
         cache = self.__dict__.setdefault("_values", {})
-        key = "(first rows)"  # not an identifier: never a field's or an attribute's name in the same cache
+        key = "(first rows)"
         if key not in cache:
             cache[key] = [None if r < 0 else r for r in self.first_row_array().tolist()]
         return cache[key]

@@ -80,7 +80,7 @@ class SignalBeforePayload(Rule):
         heads, lasts = flags[bounds[:-1]], flags[bounds[1:] - 1]
         put, quiet = u.hit_put[heads], u.hit_q[heads]
         seq = trace["seq"]
-        d = H.described(trace, heads, ("rank", "core", "launch", "kind", "peer", "region", "offset", "seq"))
+        d = H.described(trace, heads, ("rank", "core", "launch", "kind", "peer", "region", "offset"))
         dp = H.described(trace, put, ("engine", "region", "offset", "nbytes", "seq"))
         dq = H.described(trace, np.maximum(quiet, 0), ("kind", "engine", "peer", "seq"))
         of_group = u.group[members].astype(np.int64)
@@ -100,9 +100,12 @@ class SignalBeforePayload(Rule):
         columns: dict[str, np.ndarray] = {}
         tables: dict[str, tuple] = {}
         nulls: dict[str, int] = {}
-        for name, values in (("rank", d["rank"]), ("core", d["core"]), ("launch", d["launch"]), ("kind", d["kind"]),
+        # The first flag write's rank, core and seq (every event has them): its key, plain columns.
+        for name in ("rank", "core", "seq"):
+            columns[name] = trace[name][heads].astype(np.int64)
+        for name, values in (("launch", d["launch"]), ("kind", d["kind"]),
                              ("peer", d["peer"]), ("region", d["region"]), ("offset", d["offset"]),
-                             ("seq", d["seq"]), ("put_engine", dp["engine"]), ("put_region", dp["region"]),
+                             ("put_engine", dp["engine"]), ("put_region", dp["region"]),
                              ("put_offset", dp["offset"]), ("put_bytes", dp["nbytes"]), ("put_seq", dp["seq"]),
                              ("quiet_kind", dq["kind"]), ("quiet_engine", dq["engine"]), ("quiet_peer", dq["peer"]),
                              ("quiet_seq", dq["seq"]), ("sites", map(tuple, sites)), ("peers", map(tuple, peers)),
@@ -117,7 +120,7 @@ class SignalBeforePayload(Rule):
         rows = np.stack((heads, put, quiet, np.where(sizes > 1, lasts, -1)), axis=1).astype(np.int64)
         yield HitColumns(code=self.code, fields=Overtake, render=_message, extra=_extra, columns=columns,
                          tables=tables, nulls=nulls, roles=ROLES, rows=rows,
-                         key=_key(tables, columns))
+                         key=np.stack([columns[name] for name in ("rank", "core", "seq")], axis=1))
 
 
 ROLES = ("flag write", "outstanding put", "quiet of another engine", "last flag write of the group")
@@ -168,11 +171,6 @@ def _message(f: Overtake) -> str:
 def _extra(f: Overtake) -> dict:
     return {"peer": f.peer, "put_engine": f.put_engine, "flag_writes": f.flag_writes, "flag_sites": list(f.sites),
             "pairs": [list(x) for x in f.pairs]}
-
-
-def _key(tables: dict, columns: dict) -> np.ndarray:
-    """(rank, core, seq) of each group's first flag write: its key."""
-    return np.stack([np.asarray(tables[name], np.int64)[columns[name]] for name in ("rank", "core", "seq")], axis=1)
 
 
 def _distinct_per_group(group: np.ndarray, values: np.ndarray, count: int) -> list[list[int]]:
