@@ -73,12 +73,13 @@ def own_process() -> None:
     Only then does ``warm`` freeze: in someone else's process (a notebook using the
     Python API, a Ray worker) what is alive at that moment is theirs, and frozen
     objects that later become cyclic garbage are never collected. Only then, too,
-    does the allocator keep freed memory for reuse (``ingest._allocator``).
+    does the allocator keep freed memory for reuse, in small pages (``ingest._allocator``).
     """
     if not _own:
-        from ._allocator import keep_freed_memory
+        from ._allocator import keep_freed_memory, small_pages
 
         keep_freed_memory()
+        small_pages()
     _own.append(True)
 
 

@@ -1,6 +1,7 @@
 """`moetrace --help` must stay fast: no heavy package may load just to print help."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -167,3 +168,22 @@ def test_trim_hands_back_the_memory_the_policy_kept():
     after a window whose drafts outlive it amid that memory, hands it back to the kernel (MiB)."""
     r = subprocess.run([sys.executable, "-c", _TRIMMED], capture_output=True, text=True, check=True)
     assert int(r.stdout) >= 200, r.stdout
+
+
+_HUGE_PAGES = ("import sys, numpy as np\n"
+               "core = getattr(np, '_core', None) or np.core\n"
+               "if sys.argv[1] == 'own':\n"
+               "    from ingest._jit import own_process\n"
+               "    own_process()\n"
+               "print(core.multiarray._set_madvise_hugepage(True))")  # returns the setting it replaces
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="numpy asks for huge pages on Linux alone")
+def test_moetrace_own_process_does_not_ask_for_huge_pages():
+    """numpy asks the kernel for transparent huge pages for every large array; in moetrace's own process it
+    does not (their first touch cost a 10 M-event diagnose 3 s of system time: ``ingest._allocator.small_pages``),
+    in a caller's process numpy's default (set by NUMPY_MADVISE_HUGEPAGE) stands."""
+    env = dict(os.environ, NUMPY_MADVISE_HUGEPAGE="1")
+    seen = {who: subprocess.run([sys.executable, "-c", _HUGE_PAGES, who], capture_output=True, text=True,
+                                check=True, env=env).stdout.strip() for who in ("own", "caller")}
+    assert seen == {"own": "False", "caller": "True"}, seen
