@@ -123,7 +123,7 @@ class ConcurrentRmaAmo(Rule):
         hb = ctx.stage(HappensBefore)
         out = C.rows_full(trace.n)
         # The queue an amo shares with puts is the one it took: its completion by that transport.
-        _scan(trace.segments, trace["kind"], transport.astype(np.int8), trace["peer"], int(trace.manifest.ranks),
+        _scan(trace.segments, trace["kind"], np.asarray(transport, np.int8), trace["peer"], int(trace.manifest.ranks),
               hb.completed_at(transport=True), out)
         if int(trace.manifest.cores) > 1:
             self._across_cores(trace, hb, transport, out)
@@ -147,7 +147,7 @@ class ConcurrentRmaAmo(Rule):
     @staticmethod
     def _across_cores(trace, hb, transport, out):
         """An amo and another core's put/get to one PE and engine that no barrier orders (fills ``out``)."""
-        kind, peer = trace["kind"], trace["peer"].astype(np.int64)
+        kind, peer = trace["kind"], trace["peer"]
         onesided = (np.isin(kind, (K_AMO, K_PUT, K_GET, K_PUTSIG)) & ((transport == E_UDMA) | (transport == E_ROCE))
                     & (peer >= 0) & (peer < int(trace.manifest.ranks)))
         if not (onesided & (kind == K_AMO)).any():

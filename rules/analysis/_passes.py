@@ -121,7 +121,7 @@ def completed_at(trace, fences: bool = False, ends: bool = True, transport: bool
         if trace.n:
             engine = trace["engine"]
             if transport:
-                engine = amo_transport(trace)[0].astype(engine.dtype)
+                engine = amo_transport(trace)[0]  # the engine column's type
             peer = trace["peer"]
             if not peers:
                 peer = np.where(trace["kind"] == K_QUIET, peer.dtype.type(NULL16), peer)

@@ -114,6 +114,37 @@ def _pairs_kernel(reads, writes, pmax, order, conc, nconc, before):
             j += 1
 
 
+def _accesses(kind, region, rank, peer, flaglike):
+    """(reads, writes): the rows of gets from another rank's plain (not flag-like) region, and
+    of local writes, puts and put_signals into a plain region."""
+    counts = _accesses_kernel(kind, region, rank, peer, flaglike, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    reads, writes = np.empty(counts[0], np.int64), np.empty(counts[1], np.int64)
+    _accesses_kernel(kind, region, rank, peer, flaglike, reads, writes)
+    return reads, writes
+
+
+@kernel
+def _accesses_kernel(kind, region, rank, peer, flaglike, reads, writes):
+    # One pass, twice: counting (empty outputs), then filling; no trace-long temporaries.
+    fill = len(reads) > 0 or len(writes) > 0
+    nr = 0
+    nw = 0
+    for i in range(len(kind)):
+        r = region[i]
+        if r < 0 or r >= len(flaglike) or flaglike[r]:
+            continue
+        k = kind[i]
+        if k == K_GET and peer[i] != rank[i]:
+            if fill:
+                reads[nr] = i
+            nr += 1
+        elif k == K_WRITE or k == K_PUT or k == K_PUTSIG:
+            if fill:
+                writes[nw] = i
+            nw += 1
+    return nr, nw
+
+
 def drains(trace) -> np.ndarray:
     """Per row, the nearest later pipe drain of its core's MTE3 writes in its launch; -1 if none."""
     def build():
@@ -142,22 +173,20 @@ def races(trace):
         empty = np.zeros(0, np.int64)
         if trace.n == 0:
             return empty, empty, empty, empty
-        kind, region, rank = trace["kind"], trace["region"].astype(np.int64), trace["rank"].astype(np.int64)
-        peer = trace["peer"].astype(np.int64)
+        kind = trace["kind"]
         rt = R.region_table(trace)
         nreg = len(rt["flaglike"])
-        okreg = (region >= 0) & (region < nreg)
-        plain = np.zeros(trace.n, bool)
-        plain[okreg] = ~rt["flaglike"][region[okreg]]
-        reads = np.flatnonzero((kind == K_GET) & plain & (peer != rank))
-        writes = np.flatnonzero(((kind == K_WRITE) | (kind == K_PUT) | (kind == K_PUTSIG)) & plain)
+        reads, writes = _accesses(kind, trace["region"], trace["rank"], trace["peer"], rt["flaglike"])
         if not len(reads) or not len(writes):
             return empty, empty, empty, empty
         eb = rt["elem_bytes"]
 
+        def at(name, rows):  # int64 at the accesses alone, where the group keys are computed
+            return trace[name][rows].astype(np.int64)
+
         def span(rows):
-            nb = trace["nbytes"][rows].astype(np.int64)
-            e = eb[region[rows]]
+            nb = at("nbytes", rows)
+            e = eb[at("region", rows)]
             n = np.where(nb == C.NULL64, 1, (np.maximum(nb, 0) + e - 1) // np.maximum(e, 1))
             start = trace["offset"][rows].astype(np.int64)
             return start, start + np.maximum(n, 1)
@@ -165,10 +194,10 @@ def races(trace):
         ranks = int(trace.manifest.ranks)
 
         def group(rows, owner):
-            return (trace["launch"][rows].astype(np.int64) * ranks + owner) * nreg + region[rows]
+            return (at("launch", rows) * ranks + owner) * nreg + at("region", rows)
 
-        rg = group(reads, peer[reads])
-        wowner = np.where(kind[writes] == K_WRITE, rank[writes], peer[writes])
+        rg = group(reads, at("peer", reads))
+        wowner = np.where(kind[writes] == K_WRITE, at("rank", writes), at("peer", writes))
         wg = group(writes, wowner)
         rs, re = span(reads)
         ws, we = span(writes)

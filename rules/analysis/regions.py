@@ -41,19 +41,20 @@ def amo_transport(trace) -> tuple[np.ndarray, np.ndarray]:
     (rank, peer), else the engine the event names; other rows keep their engine.
     """
     def build():
-        kind, engine = trace["kind"], trace["engine"].astype(np.int64)
-        out, mapped = engine.copy(), np.zeros(trace.n, bool)
+        kind, engine = trace["kind"], trace["engine"]
         m = trace.manifest
-        if m.transport is not None:
-            table = np.array([[-1 if e is None else int(e) for e in row] for row in m.transport], np.int64)
-            rows = np.flatnonzero(kind == K_AMO)
-            rank, peer = trace["rank"][rows].astype(np.int64), trace["peer"][rows].astype(np.int64)
-            ok = (peer >= 0) & (peer < m.ranks)
-            t = np.full(len(rows), -1, np.int64)
-            t[ok] = table[rank[ok], peer[ok]]
-            use = t >= 0
-            out[rows[use]] = t[use]
-            mapped[rows[use]] = True
+        if m.transport is None:  # the event's engine everywhere: the column itself, nothing mapped
+            return engine, np.broadcast_to(False, engine.shape)
+        out, mapped = engine.copy(), np.zeros(trace.n, bool)  # the engine column's type: engines fit it
+        table = np.array([[-1 if e is None else int(e) for e in row] for row in m.transport], np.int64)
+        rows = np.flatnonzero(kind == K_AMO)
+        rank, peer = trace["rank"][rows].astype(np.int64), trace["peer"][rows].astype(np.int64)
+        ok = (peer >= 0) & (peer < m.ranks)
+        t = np.full(len(rows), -1, np.int64)
+        t[ok] = table[rank[ok], peer[ok]]
+        use = t >= 0
+        out[rows[use]] = t[use]
+        mapped[rows[use]] = True
         return out, mapped
     return cached(trace, "amo_transport", build)
 
