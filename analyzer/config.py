@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from rules.base import Family  # cheap: no numpy, no rule modules
 
+from .finding import SEVERITIES
 from .windows import WINDOW_EVENTS
 
 if TYPE_CHECKING:  # pragma: no cover
     from rules.base import Rule
 
-LEVELS = ("error", "warning", "note")
+LEVELS = SEVERITIES  # a level a selector may set, most severe first
 FAIL_ON = LEVELS + ("never",)
 FAMILIES = tuple(f.value for f in Family)
 CONFIG_FILES = ("moetrace.toml", "pyproject.toml")  # first found in a directory wins

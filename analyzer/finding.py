@@ -12,19 +12,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-SEVERITIES = ("error", "warning", "note")
-CONFIDENCES = ("certain", "inferred", "partial-trace")
+from rules.base import Confidence, Severity  # cheap: no numpy, no rule modules
+
+SEVERITIES = tuple(s.value for s in Severity)  # error, warning, note: most severe first
+CONFIDENCES = tuple(c.value for c in Confidence)
 # Location fields that identify a place; the source text is derived from the
 # site, so it stays out of the fingerprint (a shifted line must not re-open a finding).
 _PLACE = ("rank", "core", "launch", "region", "offset", "site")
 
 
-_SEVERITY_RANK = {"error": 3, "warning": 2, "note": 1}
-
-
 def severity_rank(level: str) -> int:
-    """error 3, warning 2, note 1; anything else (e.g. 'never') 4, above every level."""
-    return _SEVERITY_RANK.get(level, 4)
+    """error 3, warning 2, note 1 (``Severity.rank``); anything else (e.g. 'never') 4, above every level."""
+    return Severity(level).rank if level in SEVERITIES else len(SEVERITIES) + 1
 
 
 def count_at_or_above(by_severity: Mapping[str, int], level: str) -> int:

@@ -42,7 +42,8 @@ class Severity(str, Enum):
 
     @property
     def rank(self) -> int:
-        return {"error": 3, "warning": 2, "note": 1}[self.value]
+        """error 3, warning 2, note 1: the order of the members, most severe first."""
+        return len(Severity) - list(Severity).index(self)
 
 
 class Confidence(str, Enum):
