@@ -46,13 +46,15 @@ class Table(NamedTuple):
 
 
 @kernel
-def _scan(table, cround, cov, rank, core):
+def _scan(table, cround, cov, rank, core, excused):
     # Per key run of the table: (j, x) of each reset and the write racing it, in reset order.
     # A reset looks back, newest first, at the candidate writes of its run still linked: a write
     # that raced (reported once) or completed before a reset's round is unlinked, since the
     # run's rounds only grow. Plain arrays sized once and hits in a list: an array variable
     # reassigned in the loop makes numba count references on every inner iteration.
     # Within a key's run ck is (launch - lmin) plus a constant: it orders and rebuilds launches.
+    # excused: sorted j * m + x of the pairs a flag orders (the write's quiet before the reset),
+    # passed over like a write its quiet completes earlier on the reset's own core.
     wck, lspan, wrow, wphase, wkind = table
     m = len(wrow)
     longest = 0
@@ -101,6 +103,11 @@ def _scan(table, cround, cov, rank, core):
                                 if rank[q] == rank[r] and core[q] == core[r] and q < r:
                                     x = px
                                     continue
+                                if len(excused):
+                                    e = np.searchsorted(excused, j * m + x)
+                                    if e < len(excused) and excused[e] == j * m + x:
+                                        x = px
+                                        continue
                         nx = nxt[x - a]
                         if px >= 0:
                             nxt[px - a] = nx
@@ -131,7 +138,9 @@ class ResetRacesInflight(Rule):
         earlier launch or barrier phase: puts, put_signals, and signals or
         amos on DMA engines (MTE signals and atomics complete at issue). If
         the write's issuer has no quiet of its engine (or all; of that peer)
-        that completes it before the boundary the reset comes after, the
+        that completes it before the boundary the reset comes after, and no
+        flag orders that quiet before the reset (the reset's core waited on
+        a word whose observed value needed a write made after the quiet), the
         write can land after the reset. Each racing write is reported once.
         Where the write in flight is an amo that MT404 found relied on
         before its quiet, the hit cites that MT404: the missing quiet is
@@ -175,7 +184,8 @@ class ResetRacesInflight(Rule):
         lmin = np.int64(w.lmin)  # the table's: its ck holds launch - lmin
         cround = np.empty(trace.n, np.int64)
         _round_of_cover(trace["kind"], trace["engine"], cov, launch, phase_all, lmin, cround)
-        pairs = _scan(Table(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind), cround, cov, trace["rank"], trace["core"])
+        pairs = _unordered_pairs(Table(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind), cround, cov, trace,
+                                 ctx.stage(WordTable))
         del cround
         seen = set()
         unquieted = _amo_groups(trace)
@@ -199,6 +209,31 @@ class ResetRacesInflight(Rule):
                            key=(d["rank"], d["core"], d["seq"]), confidence=Confidence.INFERRED,
                            rests_on=((dx["rank"], None),), caused_by=(("MT404", cause),) if cause is not None else (),
                            extra={"writer": dx["rank"], "engine": dx["engine"]})
+
+
+def _unordered_pairs(table: Table, cround, cov, trace, words: WordTable) -> list:
+    """``_scan``'s (reset, write) pairs less those a flag orders: the reset's core waited on a word
+    whose observed value needed a write made after the quiet that completes the write in flight
+    (``WordTable.flag_edge``; the barriers and program order ``_scan`` reads itself). Such a pair
+    is passed over and the reset looks further back, so the scan runs again with it excused;
+    a few rounds at most, since only pairs already found are asked about."""
+    rank, core, m = trace["rank"], trace["core"], len(table.row)
+    excused: set[int] = set()
+    for _ in range(_RESCANS):
+        pairs = _scan(table, cround, cov, rank, core, np.array(sorted(excused), np.int64))
+        ordered = {j * m + x for j, x in pairs if _flag_ordered(table, cov, words, int(j), int(x))}
+        if not ordered:
+            return pairs
+        excused |= ordered
+    return [(j, x) for j, x in pairs if not _flag_ordered(table, cov, words, int(j), int(x))]
+
+
+_RESCANS = 4  # scans with the flag-ordered pairs excused; past them, such a pair is dropped, not replaced
+
+
+def _flag_ordered(table: Table, cov, words: WordTable, j: int, x: int) -> bool:
+    quiet = int(cov[int(table.row[x])])
+    return quiet >= 0 and words.flag_edge(quiet, int(table.row[j])) == "ordered"
 
 
 def _group_of(trace, row: int) -> tuple:
