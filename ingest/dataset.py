@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -226,16 +227,25 @@ class Dataset:
         plans = [self._plan(r, window) for r in (self.ranks if ranks is None else ranks) if r in self.files]
         n = sum(rows for *_, rows in plans)
         out = {c: np.empty(n, dtype=_dtype(c)) for c in cols}
+        plans = [plan for plan in plans if plan[2]]
         pos = 0
-        for p, f, groups, mask, _ in plans:
-            if not groups:
-                continue
-            t = _read_groups(p, f, groups, cols, mask)
-            end = pos + t.num_rows
-            for c in cols:
-                into(t.column(c), c, out[c][pos:end])
-            pos = end
-            del t
+        # The next file decodes (arrow, without the GIL) while this one is copied into the arrays
+        def read(k: int):
+            if k == len(plans):
+                return None
+            path, f, groups, mask, _ = plans[k]
+            return pool.submit(_read_groups, path, f, groups, cols, mask)
+
+        with ThreadPoolExecutor(1) as pool:
+            ahead = read(0)
+            for k in range(len(plans)):
+                t = ahead.result()
+                ahead = read(k + 1)
+                end = pos + t.num_rows
+                for c in cols:
+                    into(t.column(c), c, out[c][pos:end])
+                pos = end
+                del t
         return out
 
     def take(self, columns: Sequence[str], rows: np.ndarray, blocks: tuple[int, int] | None = None
