@@ -1,12 +1,11 @@
 """MT202's causes: what else left a flag off its reset value (a put a flag overtook, a stale count).
 
 Kept beside the rule so it stays readable: each names the hit a group of unreset words is the
-symptom of, so one defect is one root.
+symptom of, so one defect is one root. Both work on all of the rule's groups at once, from the
+distinct (group, last write) pairs of their words.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import numpy as np
 
@@ -16,48 +15,53 @@ from .analysis import HappensBefore
 from .analysis import codes as C
 
 
-def behind_stale_counts(trace, hits: list) -> list:
-    """Each hit, those left behind by a stale count citing it.
+def late_puts(trace, order: HappensBefore, group: np.ndarray, written: np.ndarray, count: int) -> list[tuple]:
+    """Per group 0 .. count - 1: its (MT401, key) causes when every word's last write is a put a flag
+    write overtook, else ().
 
-    An owner that read last launch's count (a counter word it did not reset, another hit of this
-    rule in the launch before) takes the wrong number of rows: the flags of rows it never took
-    stay set. Such a group, whose words the owner never waited on, is that count's symptom: one
-    defect, the counter's reset, not a second one at every flag it left behind.
+    Such a put can land after the owner consumed the slots and reset those it saw: the word is
+    left set by the producer's missing drain, not by a missing reset. One word written by
+    anything else keeps the group a root. ``group`` and ``written``: the distinct (group, last
+    write row) pairs, by group and then row.
     """
-    regions = trace.manifest.regions
-    by_name = {r.name: r for r in regions}
-    counters = {(h.location["rank"], h.location["launch"]): h for h in hits
-                if by_name[h.location["region"]].role == Role.COUNTER}
-    out = []
-    for h in hits:
-        stale = counters.get((h.location["rank"], h.location["launch"] - 1))
-        waited = h.rows and h.rows[0][0] == "owner's wait"
-        if stale is None or stale is h or waited or h.caused_by or by_name[h.location["region"]].role == Role.COUNTER:
-            out.append(h)
-            continue
-        own = h.location["rank"]
-        head = h.message.removesuffix(f"rank {own} should have reset them")
-        msg = (f"{head}rank {own} never waited on them: rows it did not take, its count being last launch's "
-               f"({stale.location['region']} not reset in launch {stale.location['launch']})")
-        out.append(replace(h, message=msg, caused_by=(("MT202", stale.key),)))
+    out: list[tuple] = [()] * count
+    if not len(written):
+        return out
+    flags = order.put_flag()[written] if (trace["kind"][written] == C.K_PUT).any() else None
+    if flags is None:
+        return out
+    late = (trace["kind"][written] == C.K_PUT) & (flags >= 0)
+    every = np.bincount(group, weights=~late, minlength=count) == 0  # no word of it written otherwise
+    if not every.any():
+        return out
+    u = order.unfenced()
+    keys: dict[int, tuple | None] = {}
+    for g in np.flatnonzero(every).tolist():
+        lo, hi = np.searchsorted(group, [g, g + 1])
+        named = [keys[f] if f in keys else keys.setdefault(f, u.key_of_flag(trace, f))
+                 for f in np.unique(flags[lo:hi]).tolist()]
+        if all(k is not None for k in named):
+            out[g] = tuple(("MT401", k) for k in dict.fromkeys(named))
     return out
 
 
-def late_puts(trace, order: HappensBefore, last_rows) -> tuple:
-    """(MT401, key) causes when every word's last write is a put a flag write overtook, else ().
+def stale_counts(trace, owner: np.ndarray, region: np.ndarray, launch: np.ndarray, waited: np.ndarray,
+                 caused: list[tuple]) -> list[int | None]:
+    """Per group, the group of a counter left off reset the launch before by its owner, when that
+    stale count left this one behind; else None.
 
-    Such a put can land after the owner consumed the slots and reset those it
-    saw: the word is left set by the producer's missing drain, not by a
-    missing reset. One word written by anything else keeps the hit a root.
+    An owner that read last launch's count (a counter word it did not reset, another group of
+    this rule in the launch before) takes the wrong number of rows: the flags of rows it never
+    took stay set. Such a group, whose words the owner never waited on (``waited`` False) and
+    that no late put explains (``caused`` empty), is that count's symptom: one defect, the
+    counter's reset, not a second one at every flag it left behind.
     """
-    rows = np.unique(np.asarray(last_rows, np.int64))
-    if (trace["kind"][rows] != C.K_PUT).any():
-        return ()
-    flags = order.put_flag()[rows]
-    if (flags < 0).any():
-        return ()
-    u = order.unfenced()
-    keys = [u.key_of_flag(trace, int(f)) for f in np.unique(flags)]
-    if any(k is None for k in keys):
-        return ()
-    return tuple(("MT401", k) for k in dict.fromkeys(keys))
+    counter = np.array([r.role == Role.COUNTER for r in trace.manifest.regions] or [False])[region]
+    counters = {(o, L): g for g, (o, L) in enumerate(zip(owner.tolist(), launch.tolist())) if counter[g]}
+    out: list[int | None] = [None] * len(owner)
+    if not counters:
+        return out
+    for g, (o, L) in enumerate(zip(owner.tolist(), launch.tolist())):
+        if not (counter[g] or waited[g] or caused[g]):
+            out[g] = counters.get((o, L - 1))
+    return out

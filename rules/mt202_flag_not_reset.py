@@ -2,36 +2,86 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _hits as H
-from ._flag_causes import behind_stale_counts, late_puts
+from ._flag_causes import late_puts, stale_counts
 from ._jit import kernel
 from .analysis import HappensBefore, Stage, WordTable
 from .analysis import codes as C
+from .analysis.groups import group_columns
 from .base import Confidence, Family, Rule, Severity
+from .hit_columns import HitColumns, coded
 
-_SHOW = 16  # offsets named in a message
+_SHOW = 16  # offsets and last writes a hit names
 
 
 @kernel
-def _first_distinct(values, k):
-    """The first ``k`` distinct values in order of first appearance (a group's words may number a
-    million, written by a few rows: a sort of them all for 16 rows cost most of a hit)."""
-    out = np.empty(min(k, len(values)), values.dtype)
+def _first_distinct(values, members, bounds, k, out):
+    # Per group g (values[members[bounds[g]:bounds[g + 1]]]), its first k distinct values in order of
+    # first appearance into out[g] (-1 past them): a group's words may number a million, written
+    # by a few rows, so no sort of them all for the 16 rows a hit names.
+    for g in range(len(bounds) - 1):
+        n = 0
+        for i in range(bounds[g], bounds[g + 1]):
+            v = values[members[i]]
+            seen = False
+            for j in range(n):
+                if out[g, j] == v:
+                    seen = True
+                    break
+            if not seen:
+                out[g, n] = v
+                n += 1
+                if n == k:
+                    break
+
+
+@kernel
+def _distinct(values, members, bounds, out, out_bounds):
+    # Per group g, the sorted distinct values of values[members[bounds[g]:bounds[g + 1]]] into
+    # out[out_bounds[g]:out_bounds[g + 1]]; returns how many in all. A group's words run in key
+    # order and a run of them shares its last write (a put writes many) and often its value: runs
+    # are collapsed as they are read, so the sort sees a fraction of them. out: as long as the
+    # number of runs (``_runs``) and groups.
+    pos = 0
+    out_bounds[0] = 0
+    for g in range(len(bounds) - 1):
+        start = pos
+        for i in range(bounds[g], bounds[g + 1]):
+            v = values[members[i]]
+            if i == bounds[g] or v != out[pos - 1]:
+                out[pos] = v
+                pos += 1
+        out[start:pos] = np.sort(out[start:pos])
+        kept = start
+        for i in range(start, pos):
+            if i == start or out[i] != out[kept - 1]:
+                out[kept] = out[i]
+                kept += 1
+        pos = kept
+        out_bounds[g + 1] = pos
+    return pos
+
+
+@kernel
+def _runs(values, members):
+    # Runs of equal values along values[members]: what _distinct needs room for.
     n = 0
-    for i in range(len(values)):
-        seen = False
-        for j in range(n):
-            if out[j] == values[i]:
-                seen = True
-                break
-        if not seen:
-            out[n] = values[i]
+    for i in range(len(members)):
+        if i == 0 or values[members[i]] != values[members[i - 1]]:
             n += 1
-            if n == k:
-                break
-    return out[:n]
+    return n
+
+
+def distinct_per_group(values: np.ndarray, members: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct, edges): group g's sorted distinct ``values[members[bounds[g]:bounds[g + 1]]]`` are
+    ``distinct[edges[g]:edges[g + 1]]``; nothing as long as the members is made."""
+    out = np.empty(_runs(values, members) + len(bounds), values.dtype)  # a run may span two groups
+    edges = np.empty(len(bounds), np.int64)
+    return out[:_distinct(values, members, bounds, out, edges)], edges
 
 
 class FlagNotReset(Rule):
@@ -90,67 +140,130 @@ class FlagNotReset(Rule):
         if trace.n == 0:
             return
         words = ctx.stage(WordTable)
-        w, unreset = words.table, words.unreset()
+        w, u = words.table, words.unreset()
+        count = len(u)
+        if not count:
+            return
         order = ctx.stage(HappensBefore)
-        # The first word's last write of each group, the writer the message names: its fields a
-        # column at a time, not trace.describe per hit.
-        named = ("rank", "core", "seq", "kind")
-        writer = H.described(trace, w.row[[int(g[0]) for g in unreset.groups]], named)
-        hits = [self._hit(trace, order, w, members, wait_row, by)
-                for members, wait_row, *by in zip(unreset.groups, unreset.wait_row.tolist(),
-                                                  *(writer[f] for f in named))]
-        yield from behind_stale_counts(trace, hits)
+        sizes = np.diff(u.bounds)
+        # Every group's facts at once, from its words (millions, maybe) without a copy as long as
+        # they are: its distinct last writes and values, the offsets and last writes it names.
+        written, edges = distinct_per_group(w.row, u.members, u.bounds)
+        of_written = np.repeat(np.arange(count, dtype=np.int64), np.diff(edges))
+        written = written.astype(np.int64)
+        causes = late_puts(trace, order, of_written, written, count)
+        waited = u.wait_row >= 0
+        stale = stale_counts(trace, u.owner, u.region, u.launch, waited, causes)
+        evidence = np.full((count, _SHOW), -1, np.int64)
+        _first_distinct(w.row, u.members, u.bounds, _SHOW, evidence)
+        named = u.bounds[:-1, None] + np.arange(_SHOW)  # the first _SHOW words of each group
+        named = named[named < u.bounds[1:, None]]
+        offsets = _split(_offsets(trace, w, u.members[named]), np.minimum(sizes, _SHOW))
+        value, value_edges = distinct_per_group(w.after, u.members, u.bounds)
+        values = [_shown_values(v) for v in _split(value, np.diff(value_edges))]
+        first_rows = w.row[u.members[u.bounds[:-1]]].astype(np.int64)
+        writer = H.described(trace, first_rows, ("rank", "core", "seq", "kind"))
+        gaps = _gaps(trace, u, of_written, written)
+        regions = [H.region_name(trace, r) for r in range(len(trace.manifest.regions))]
+        region = [regions[r] for r in u.region.tolist()]
+        reset = [trace.manifest.regions[r].reset for r in u.region.tolist()]
+        owner, launch = u.owner.tolist(), u.launch.tolist()
+        # A stale count's group, named by its hit's key, its region and launch.
+        key_rows = u.key_rows(w)
+        keys = np.stack([trace[c][key_rows].astype(np.int64) for c in ("rank", "core", "seq")], axis=1)
+        key_list = [tuple(k) for k in keys.tolist()]
+        why = [("late-put" if c else "stale-count" if s is not None else "not-reset") for c, s in zip(causes, stale)]
+        caused_by = [c if c else (("MT202", key_list[s]),) if s is not None else () for c, s in zip(causes, stale)]
+        columns: dict[str, np.ndarray] = {}
+        tables: dict[str, tuple] = {}
+        for name, column in (
+                ("owner", owner), ("launch", launch), ("region", region), ("reset", reset),
+                ("words", sizes.tolist()), ("offsets", offsets), ("values", values),
+                ("writer_rank", writer["rank"]), ("writer_core", writer["core"]), ("writer_seq", writer["seq"]),
+                ("writer_kind", writer["kind"]), ("why", why),
+                ("stale_region", [None if s is None else region[s] for s in stale]),
+                ("stale_launch", [None if s is None else launch[s] for s in stale]),
+                ("caused_by", caused_by), ("gap", gaps),
+                ("rests_on", [tuple((r, None) for r in sorted({o, b})) for o, b in zip(owner, writer["rank"])]),
+                ("location", [(("rank", o), ("launch", L), ("region", r), ("offset", offs[0]))
+                              for o, L, r, offs in zip(owner, launch, region, offsets)])):
+            columns[name], tables[name] = coded(column)
+        tables["location"] = tuple(dict(items) for items in tables["location"])
+        # The reset is an absence: where the owner's (or a writer's) launch is not whole, the reset,
+        # or the write order that made it unneeded, may be in the lost part of a ring (the gap
+        # makes it a partial-trace note); else the hit is inferred from the write order.
+        confidence = (Confidence.INFERRED, Confidence.CERTAIN)
+        columns["confidence"] = np.array([g is not None for g in gaps], np.int64)
+        tables["confidence"] = confidence
+        rows = np.concatenate((u.wait_row[:, None], evidence), axis=1)
+        yield HitColumns(code=self.code, fields=NotReset, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=ROLES, rows=rows, key=keys)
 
-    def _hit(self, trace, order, w, members, wait_row: int, writer: list):
-        m0 = int(members[0])
-        own, region, off0 = trace.decode_key(int(w.key_of(m0)))
-        launch = int(w.launch_of(m0))
-        reset = trace.manifest.regions[region].reset
-        rows = []
-        # The owner's last wait on the first word, if it waited: it consumed and then did not reset.
-        if wait_row >= 0:
-            rows.append(("owner's wait", wait_row))
-        # A hit can name thousands of words: only the first _SHOW rows and offsets become Python values.
-        last_rows = w.row[members]
-        rows += [("last write", int(r)) for r in _first_distinct(last_rows, _SHOW).tolist()]
-        written = _distinct(last_rows)  # the group's last writes, once each
-        nwords = len(members)
-        # trace.decode_key's offset of the members shown.
-        rest = w.key_of(members[:_SHOW]) % trace.manifest.words_per_rank
-        base = trace.region_base
-        offs = (rest - base[np.searchsorted(base, rest, "right") - 1]).tolist()
-        after = _distinct(w.after[members]).tolist()
-        vals = sorted({v for v in after if v != C.NULL64} | ({"unknown"} if C.NULL64 in after else set()), key=str)
-        by_rank, by_core, by_seq, by_kind = writer
-        shown = ", ".join(map(str, offs)) + (" ..." if nwords > _SHOW else "")
-        msg = (f"rank {own} launch {launch}: {nwords} word(s) of {H.region_name(trace, region)} not back at "
-               f"reset {reset} at the end of the launch (offsets {shown}; value(s) {', '.join(map(str, vals))}); "
-               f"last written by rank {by_rank} core {by_core} seq {by_seq} ({by_kind}); ")
-        causes = late_puts(trace, order, written)
-        if causes:  # the producer's missing drain, not the owner's reset, left them set
-            msg += (f"each was last written by a put still in flight at the producer's flag write (MT401): it "
-                    f"landed after rank {own} took the slots it saw and reset those")
-        else:
-            msg += f"rank {own} should have reset them"
-        weak = {"message": msg, "confidence": Confidence.INFERRED}
-        # The reset is an absence: where the owner's (or a writer's) launch is not whole, the
-        # reset, or the write order that made it unneeded, may be in the lost part of a ring.
-        gap = H.launch_gap(trace, {own} | set(_distinct(trace["rank"][written]).tolist()), launch)
-        if gap:
-            weak = H.weakened(msg, gap)
-        first = rows[0][1]
-        return self.hit(rows=tuple(rows), caused_by=causes, **weak,
-                        rests_on=tuple((r, None) for r in sorted({own, by_rank})),
-                        key=(int(trace["rank"][first]), int(trace["core"][first]), int(trace["seq"][first])),
-                        location={"rank": own, "launch": launch, "region": H.region_name(trace, region),
-                                  "offset": off0},
-                        extra={"owner": own, "words": nwords, "offsets": offs, "values": vals})
+
+ROLES = ("owner's wait",) + ("last write",) * _SHOW
 
 
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """``np.unique(values)``: its sorted distinct values. A group's words run in key order, and a run
-    of them shares its last write (a put writes many) and often its value: runs are collapsed
-    first, so the sort sees a fraction of them; np.unique's hashing cost ~0.1 ms a group even so."""
-    def collapsed(x):
-        return x[np.concatenate(([True], x[1:] != x[:-1]))]
-    return collapsed(np.sort(collapsed(values)))
+class NotReset(NamedTuple):
+    """A group of words of one region an owner left off reset at the end of a launch."""
+
+    owner: int
+    launch: int
+    region: str
+    reset: int | None  # the region's reset value
+    words: int
+    offsets: tuple  # the first _SHOW words' offsets
+    values: tuple  # the values the words hold (sorted as text; "unknown" after a put without one)
+    writer_rank: int  # the first word's last write
+    writer_core: int
+    writer_seq: int
+    writer_kind: str
+    why: str  # late-put (an MT401's put landed late), stale-count (rows a stale count skipped), not-reset
+    stale_region: str | None  # stale-count: the counter region left off reset, and its launch
+    stale_launch: int | None
+
+
+def _message(f: NotReset) -> str:
+    shown = ", ".join(map(str, f.offsets)) + (" ..." if f.words > _SHOW else "")
+    head = (f"rank {f.owner} launch {f.launch}: {f.words} word(s) of {f.region} not back at reset {f.reset} at "
+            f"the end of the launch (offsets {shown}; value(s) {', '.join(map(str, f.values))}); last written "
+            f"by rank {f.writer_rank} core {f.writer_core} seq {f.writer_seq} ({f.writer_kind}); ")
+    if f.why == "late-put":  # the producer's missing drain, not the owner's reset, left them set
+        return head + (f"each was last written by a put still in flight at the producer's flag write (MT401): it "
+                       f"landed after rank {f.owner} took the slots it saw and reset those")
+    if f.why == "stale-count":
+        return head + (f"rank {f.owner} never waited on them: rows it did not take, its count being last launch's "
+                       f"({f.stale_region} not reset in launch {f.stale_launch})")
+    return head + f"rank {f.owner} should have reset them"
+
+
+def _extra(f: NotReset) -> dict:
+    return {"owner": f.owner, "words": f.words, "offsets": list(f.offsets), "values": list(f.values)}
+
+
+def _offsets(trace, w, entries: np.ndarray) -> np.ndarray:
+    """The word offset (within its region) of each word-table entry: ``trace.decode_key``'s, as a column."""
+    rest = w.key_of(entries) % trace.manifest.words_per_rank
+    base = trace.region_base
+    return rest - base[np.searchsorted(base, rest, "right") - 1]
+
+
+def _split(values: np.ndarray, sizes: np.ndarray) -> list[tuple]:
+    """``values`` cut into consecutive tuples of ``sizes``."""
+    values = values.tolist()
+    edges = np.concatenate(([0], np.cumsum(sizes))).tolist()
+    return [tuple(values[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _shown_values(distinct: tuple) -> tuple:
+    """A group's distinct values as a message names them: "unknown" for no value, sorted as text."""
+    return tuple(sorted({v for v in distinct if v != C.NULL64} | ({"unknown"} if C.NULL64 in distinct else set()),
+                        key=str))
+
+
+def _gaps(trace, u, of_written: np.ndarray, written: np.ndarray) -> list[str | None]:
+    """Per group, why its owner's or a writer's launch is not whole in the trace, else None."""
+    if not trace.partial:
+        return [None] * len(u)
+    of_rank, rank = group_columns((of_written, trace["rank"][written].astype(np.int64))).values
+    ranks = _split(rank, np.bincount(of_rank, minlength=len(u)))
+    return [H.launch_gap(trace, {o, *r}, L) for o, r, L in zip(u.owner.tolist(), ranks, u.launch.tolist())]

@@ -22,19 +22,26 @@ from .regions import region_table
 
 
 @kernel
-def _prev_own_reset(idx, table, rank, wpr, reset, out):
-    # Per last entry: the latest earlier entry of its (key, launch) that is the owner's reset.
-    # A backward walk per group: each group has one last entry, so the walks cover the table once.
+def _prev_own_reset(idx, table, rank, wpr, reset, at, prev):
+    # Per last entry idx[t]: the latest earlier entry x of its (key, launch) that is the owner's
+    # reset. A backward walk per group: each group has one last entry, so the walks cover the
+    # table once. Returns how many have one; writes (t, x) of each into (at, prev) where they
+    # have room (a first call with no room counts: such resets are few, the entries millions).
     wck, lspan, wrow, wkind = table.ck, table.launch_span, table.row, table.kind
     wvalue, wregion = table.value, table.region
+    found = 0
     for t in range(len(idx)):
         i = idx[t]
         x = i - 1
         while x >= 0 and wck[x] == wck[i]:
             if wkind[x] == K_WRITE and rank[wrow[x]] == wck[x] // lspan // wpr and wvalue[x] == reset[wregion[x]]:
-                out[t] = x
+                if found < len(at):
+                    at[found] = t
+                    prev[found] = x
+                found += 1
                 break
             x -= 1
+    return found
 
 
 def reset_after_sync(trace, w, idx) -> np.ndarray:
@@ -53,15 +60,17 @@ def reset_after_sync(trace, w, idx) -> np.ndarray:
     if not len(idx):
         return out
     rank, core = trace["rank"], trace["core"]
-    prev = np.full(len(idx), -1, np.int64)
-    _prev_own_reset(idx, Entries.of(w), rank, np.int64(trace.manifest.words_per_rank),
-                    region_table(trace)["reset"], prev)
     # Only an entry with such a reset can be excused: the rest of the work is for those alone
     # (often none: on the synthetic trace, none of its 4 M unreset words).
-    c = np.flatnonzero(prev >= 0)
-    rl, rr = w.row[idx[c]], w.row[prev[c]]
+    args = (idx, Entries.of(w), rank, np.int64(trace.manifest.words_per_rank), region_table(trace)["reset"])
+    none = np.zeros(0, np.int64)
+    found = _prev_own_reset(*args, none, none)
+    c, prev = np.empty(found, np.int64), np.empty(found, np.int64)
+    if found:
+        _prev_own_reset(*args, c, prev)
+    rl, rr = w.row[idx[c]], w.row[prev]
     done = _passes.completed_at(trace)[rl]
-    ok = (w.phase[prev[c]] == w.phase[idx[c]]) & ((rank[rl] != rank[rr]) | (core[rl] != core[rr])) & (done >= 0)
+    ok = (w.phase[prev] == w.phase[idx[c]]) & ((rank[rl] != rank[rr]) | (core[rl] != core[rr])) & (done >= 0)
     if not ok.any():
         return out
     order = flag_order(trace)

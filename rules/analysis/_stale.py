@@ -173,21 +173,29 @@ class StaleWaits:
 class Unreset:
     """Words left off reset at the end of a launch, grouped per (owner, region, launch).
 
-    ``groups[g]`` holds group g's word-table entries (table order), the groups in order of their
-    first entry; ``wait_row[g]`` is the owner's last wait_end on the group's first word in its
-    launch (-1: it never waited on it): MT202 locates its hit there, else at the first entry's row.
+    Group g's word-table entries (table order) are ``members[bounds[g]:bounds[g + 1]]``, the
+    groups in order of their first entry; ``wait_row[g]`` is the owner's last wait_end on the
+    group's first word in its launch (-1: it never waited on it): MT202 locates its hit there,
+    else at the first entry's row.
     """
 
-    groups: tuple[np.ndarray, ...]
+    members: np.ndarray
+    bounds: np.ndarray  # groups + 1 offsets into members
     owner: np.ndarray
     region: np.ndarray
     launch: np.ndarray
     wait_row: np.ndarray
 
-    def key_row(self, g: int, table) -> int:
-        """The row a group's finding is keyed by: the owner's wait, else the first word's last write."""
-        w = int(self.wait_row[g])
-        return w if w >= 0 else int(table.row[self.groups[g][0]])
+    def __len__(self) -> int:
+        return len(self.owner)
+
+    def first(self) -> np.ndarray:
+        """Each group's first entry."""
+        return self.members[self.bounds[:-1]]
+
+    def key_rows(self, table) -> np.ndarray:
+        """The row each group's finding is keyed by: the owner's wait, else the first word's last write."""
+        return np.where(self.wait_row >= 0, self.wait_row, table.row[self.first()].astype(np.int64))
 
 
 def unreset_index(view) -> dict[tuple[int, int, int], tuple[tuple[int, int, int], np.ndarray]]:
@@ -198,25 +206,25 @@ def unreset_index(view) -> dict[tuple[int, int, int], tuple[tuple[int, int, int]
         rank, core, seq = view["rank"], view["core"], view["seq"]
         wpr, base = view.manifest.words_per_rank, view.region_base
         out = {}
-        for g, members in enumerate(u.groups):
-            r = u.key_row(g, w)
-            rest = w.key_of(members) % wpr
+        rows = u.key_rows(w)
+        keys = zip(rank[rows].tolist(), core[rows].tolist(), seq[rows].tolist())
+        for g, key in enumerate(keys):
+            rest = w.key_of(u.members[u.bounds[g]:u.bounds[g + 1]]) % wpr
             offsets = rest - base[np.searchsorted(base, rest, "right") - 1]
-            out[(int(u.owner[g]), int(u.region[g]), int(u.launch[g]))] = \
-                ((int(rank[r]), int(core[r]), int(seq[r])), offsets.astype(np.int64))
+            out[(int(u.owner[g]), int(u.region[g]), int(u.launch[g]))] = (key, offsets.astype(np.int64))
         return out
     return cached(view, "unreset_index", build, Stage.WORD_TABLE)
 
 
-def _by_group(idx: np.ndarray, w, words_per_rank: int) -> tuple[np.ndarray, ...]:
-    """The unreset entries ``idx`` (table order) per (owner, region, launch): the groups in order of
-    their first entry, each group's entries in table order, as views of one array (millions of
+def _by_group(idx: np.ndarray, w, words_per_rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """The unreset entries ``idx`` (table order) per (owner, region, launch): (members, bounds), the
+    groups in order of their first entry, each group's entries in table order (millions of
     entries: no key, owner or group-id array of their length, no sort of them all)."""
     out = np.empty_like(idx)
     starts = np.empty(len(idx) + 1, np.int64)
     count = _group_runs(idx, w.ck, np.int64(w.lspan), np.int64(words_per_rank), w.region, out, starts)
     starts[count] = len(idx)
-    return tuple(np.split(out, starts[1:count]))
+    return out, starts[:count + 1].copy()
 
 
 def stale_waits(view) -> StaleWaits:
@@ -253,7 +261,7 @@ def unreset(view) -> Unreset:
 
 def _unreset_groups(view) -> Unreset:
     none = np.zeros(0, np.int64)
-    empty = Unreset((), none, none, none, none)
+    empty = Unreset(none, np.zeros(1, np.int64), none, none, none, none)
     if view.n == 0:
         return empty
     w = words(view)
@@ -272,9 +280,9 @@ def _unreset_groups(view) -> Unreset:
         idx = idx[keep]
     if not len(idx):
         return empty
-    groups = _by_group(idx, w, wpr)
+    members, bounds = _by_group(idx, w, wpr)
     del idx, keep
-    firsts = np.array([int(g[0]) for g in groups], np.int64)
+    firsts = members[bounds[:-1]]
     # Only launches the owner ran to the end: one it never reached (stuck in an earlier
     # launch, or stopped) has had no chance to consume and reset what peers sent it.
     # A group is one (owner, launch): looked up per group, not per word, as (rank, launch) packed
@@ -290,8 +298,9 @@ def _unreset_groups(view) -> Unreset:
     inside = (owner >= 0) & (owner < ranks)
     ran = inside & np.isin(np.where(inside, owner, 0) * w.lspan + offset, done)
     if not ran.all():
-        groups, firsts = tuple(g for g, r in zip(groups, ran.tolist()) if r), firsts[ran]
-        if not groups:
+        members, bounds = _kept_groups(members, bounds, ran)
+        firsts = firsts[ran]
+        if not len(firsts):
             return empty
     # The owner's last wait_end on each group's first word, in its launch: it consumed, then did not reset.
     wends = np.flatnonzero(kind == K_WEND)
@@ -303,5 +312,12 @@ def _unreset_groups(view) -> Unreset:
         hi = np.searchsorted(eck, w.ck[firsts], "right")
         waited = (hi > 0) & (eck[np.maximum(hi - 1, 0)] == w.ck[firsts])
         wait_row[waited] = wends[hi[waited] - 1]
-    return Unreset(groups, w.key_of(firsts) // wpr, w.region[firsts].astype(np.int64),
+    return Unreset(members, bounds, w.key_of(firsts) // wpr, w.region[firsts].astype(np.int64),
                    w.launch_of(firsts).astype(np.int64), wait_row)
+
+
+def _kept_groups(members: np.ndarray, bounds: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The groups ``keep`` marks, as (members, bounds) again."""
+    sizes = np.diff(bounds)
+    kept = np.repeat(keep, sizes)
+    return members[kept], np.concatenate(([0], np.cumsum(sizes[keep])))
