@@ -56,12 +56,13 @@ class TraceView:
             self._cols.update(self.dataset.arrays(missing, blocks=self.blocks))
 
     def prefetch(self) -> None:
-        """Load, in one read, every numeric column some kind present in the trace carries.
+        """Load, in one read, every numeric column some kind present in the trace carries and a rule reads.
 
         Rules ask for columns one by one; each ask is a pass over every file
         (about 0.1 s at 10 M events, forty of them per diagnose), where one
         pass for all costs little more than the largest column.  A column no
-        present kind carries is all null and left to load on demand.
+        present kind carries is all null and left to load on demand; so are
+        the columns only evidence names (``EVIDENCE_ONLY``).
         """
         kinds = np.flatnonzero(np.bincount(self.col("kind").astype(np.int64) + 128, minlength=256)) - 128
         names = list(ENVELOPE) + list(COMMON_OPTIONAL)
@@ -69,7 +70,8 @@ class TraceView:
             if k in _KINDS:
                 req, opt = FIELDS[Kind(k)]
                 names += [*req, *opt]
-        self.load(n for n in dict.fromkeys(names) if COLUMN[n].type != COLUMN["name"].type)
+        self.load(n for n in dict.fromkeys(names)
+                  if COLUMN[n].type != COLUMN["name"].type and n not in EVIDENCE_ONLY)
 
     def col(self, name: str) -> np.ndarray:
         if name not in self._cols:
@@ -261,6 +263,7 @@ class TraceView:
     def describe(self, row: int) -> dict[str, Any]:
         """The row's non-null fields with their wire names and values."""
         row = int(row)
+        self.load(EVIDENCE_ONLY)  # together, the first time a row is described
         kind = Kind(int(self.col("kind")[row]))
         out: dict[str, Any] = {"rank": int(self.col("rank")[row]), "core": int(self.col("core")[row]),
                                "seq": int(self.col("seq")[row]), "kind": kind.wire}
@@ -287,6 +290,12 @@ class TraceView:
 
 
 _KINDS = {int(k) for k in Kind}
+
+# Columns no rule or shared analysis reads in bulk (never order by ts; the kernel's own epoch is
+# evidence, not an order): only a described row names them (its evidence, a message), and the
+# timeline. A window whose rules describe nothing never reads them: 16 of the ~130 bytes an event
+# costs there, and ts, a delta-coded column, is among the slowest to decode.
+EVIDENCE_ONLY = ("ts", "epoch")
 
 # Indexable by kind code: does the kind write into its peer's memory?
 _REMOTE = np.zeros(max(int(k) for k in Kind) + 1, np.bool_)

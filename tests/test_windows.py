@@ -310,3 +310,21 @@ def test_take_reads_what_arrays_reads_at_those_rows(tmp_path):
             got = ds.take(names, rows, blocks=w.blocks)
             for name in names:
                 assert got[name].tolist() == whole[name][rows].tolist(), (w.blocks, name)
+
+
+def test_a_window_reads_the_columns_only_evidence_names_when_it_describes_a_row(tmp_path):
+    """ts and epoch: no rule reads them in bulk (never order by ts), so a window's read leaves them out,
+    and the first row described reads both, whole and as the dataset holds them."""
+    from rules.trace import EVIDENCE_ONLY, TraceView
+
+    _, blk = _blocked(tmp_path, "classic", ("count-not-reset",), seed=1)
+    ds = Dataset(blk)
+    w = plan(ds.blocks, 1, ds.num_rows())[1]
+    view = TraceView(ds, blocks=w.blocks)
+    view.prefetch()
+    assert set(EVIDENCE_ONLY) == {"ts", "epoch"} and not set(EVIDENCE_ONLY) & set(view.loaded)
+    row = view.n // 2
+    described = view.describe(row)
+    assert set(EVIDENCE_ONLY) <= set(view.loaded)
+    whole = ds.arrays(["ts"], blocks=w.blocks)["ts"]
+    assert described["ts"] == int(whole[row]) and view["ts"].tolist() == whole.tolist()
