@@ -21,6 +21,8 @@ from .analysis import HappensBefore, cached
 from .analysis import codes as C
 from .analysis import regions as R
 from .analysis.regions import amo_transport  # noqa: F401  (the MT7xx rules and MT603 read it here)
+from .base import Confidence
+from .hit_columns import HitColumns, coded
 
 CROSS_CORE_WAIT = int(PipeOp.CROSS_CORE_WAIT)
 NO_COVER = 2**31 - 1  # the barrier phase of an operation no quiet completes in its launch
@@ -76,21 +78,55 @@ def aborted_at(trace) -> np.ndarray:
     return cached(trace, "aborted_at", build)
 
 
-def hits_by_site(rule, trace, rows: np.ndarray, describe, role: str, extra=None):
-    """One hit per (rank, core, launch, site) group of ``rows``: one misused call site is one root."""
-    for g in H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
-        r = int(g[0])
-        d = trace.describe(r)
-        msg, conf = describe(r, d)
-        if len(g) > 1:
-            msg += f"; {len(g)} such operations from this site"
-        yield rule.hit(msg, rows=((role, r),) + ((("last of the group", int(g[-1])),) if len(g) > 1 else ()),
-                       key=(d["rank"], d["core"], d["seq"]), confidence=conf,
-                       rests_on=((d["rank"], d["core"]),), extra={"operations": int(len(g)), **(extra(r) if extra else {})})
+def site_hits(rule, trace, rows: np.ndarray, role: str, fields: type, render, at_rows=None, certain=None):
+    """One member per (rank, core, launch, site) group of ``rows`` (one misused call site is one root),
+    as a batch of typed hits (``HitColumns``): the group's first row's ``fields``, each a trace
+    column as ``describe`` names it, else ``at_rows``' (the rule's own facts: an array per row, or
+    a function of the first rows, for a fact not worth an array as long as the trace),
+    and ``operations``, the group's size; ``certain``: per row, certain or else inferred (all
+    certain where None). ``render`` words a member's message (``per_site`` adds the count),
+    ``site_extra`` is its extra."""
+    groups = H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows])
+    if not groups:
+        return []
+    at_rows = at_rows or {}
+    first = np.array([int(g[0]) for g in groups], np.int64)
+    last = np.array([int(g[-1]) if len(g) > 1 else -1 for g in groups], np.int64)
+    named = tuple(f for f in fields._fields if f not in at_rows and f != "operations")
+    described = H.described(trace, first, tuple(dict.fromkeys(("rank", "core") + named)))
+    columns, tables = {}, {}
+    for name in fields._fields:
+        values = ([len(g) for g in groups] if name == "operations" else described[name] if name in named
+                  else _at(at_rows[name], first))
+        columns[name], tables[name] = coded(values)
+    if certain is not None:
+        columns["confidence"], tables["confidence"] = coded(
+            Confidence.CERTAIN if c else Confidence.INFERRED for c in np.asarray(certain)[first].tolist())
+    columns["rests_on"], tables["rests_on"] = coded(((r, c),) for r, c in zip(described["rank"], described["core"]))
+    key = np.stack([trace[c][first].astype(np.int64) for c in ("rank", "core", "seq")], axis=1)
+    return [HitColumns(code=rule.code, fields=fields, render=render, extra=site_extra, columns=columns,
+                       tables=tables, roles=(role, "last of the group"), rows=np.stack((first, last), axis=1),
+                       key=key)]
 
 
-def over(trace, mapped: np.ndarray, row: int) -> str:
-    return "by the manifest's transport map" if mapped[row] else "as the event names it"
+def _at(values, rows: np.ndarray) -> list:
+    """``site_hits``' ``at_rows`` value at ``rows``, as Python values."""
+    found = values(rows) if callable(values) else np.asarray(values)[rows]
+    return found.tolist() if isinstance(found, np.ndarray) else list(found)
+
+
+def per_site(f, message: str) -> str:
+    """A site's message with its count of operations, where it has several."""
+    return message + (f"; {f.operations} such operations from this site" if f.operations > 1 else "")
+
+
+def site_extra(f) -> dict:
+    return {"operations": f.operations}
+
+
+def over(mapped: bool) -> str:
+    """How an amo's transport is known: the manifest's map, or the event's own engine."""
+    return "by the manifest's transport map" if mapped else "as the event names it"
 
 
 

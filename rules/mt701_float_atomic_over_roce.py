@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import DType
 
 from . import _engines as E
 from .analysis import codes as C
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 
 class FloatAtomicOverRoce(Rule):
@@ -61,13 +63,31 @@ class FloatAtomicOverRoce(Rule):
         unknown = roce & (trace["dtype"] == C.NULL8) & E.aborted_at(trace) & ~E.undeclared_width(trace, E.MTE_ONLY)
         rows = np.flatnonzero(certain | unknown)
 
-        def describe(r, d):
-            where = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: amo {d['op']} to rank {d['peer']} "
-                     f"{d['region']}[{d['offset']}] at seq {d['seq']} goes over RoCE ({E.over(trace, mapped, r)})")
-            if certain[r]:
-                return (where + " with dtype float: RoCE atomics are integer only (int32/uint32/int64/uint64); "
-                        "the unified API aborts the kernel", Confidence.CERTAIN)
-            return (where + " with no dtype recorded, and the core's trace ends there inside the kernel: the "
-                    "abort the unified API gives a float (or half, bfloat16, int8, int16) atomic over RoCE",
-                    Confidence.INFERRED)
-        yield from E.hits_by_site(self, trace, rows, describe, "roce amo")
+        yield from E.site_hits(self, trace, rows, "roce amo", RoceFloat, _message, certain=certain,
+                               at_rows={"mapped": mapped, "how": lambda first: np.where(certain[first], "dtype", "abort")})
+
+
+class RoceFloat(NamedTuple):
+    """A site's first float (or untyped, aborting) amo over RoCE."""
+
+    rank: int
+    core: int
+    launch: int
+    op: str
+    peer: int
+    region: str
+    offset: int
+    seq: int
+    mapped: bool  # the transport is the manifest's map's (else the event's engine)
+    how: str  # dtype: the event names float; abort: no dtype, and the core's trace ends there
+    operations: int
+
+
+def _message(f: RoceFloat) -> str:
+    where = (f"rank {f.rank} core {f.core} launch {f.launch}: amo {f.op} to rank {f.peer} {f.region}[{f.offset}] "
+             f"at seq {f.seq} goes over RoCE ({E.over(f.mapped)})")
+    if f.how == "dtype":
+        return E.per_site(f, where + " with dtype float: RoCE atomics are integer only (int32/uint32/int64/uint64); "
+                             "the unified API aborts the kernel")
+    return E.per_site(f, where + " with no dtype recorded, and the core's trace ends there inside the kernel: the "
+                         "abort the unified API gives a float (or half, bfloat16, int8, int16) atomic over RoCE")

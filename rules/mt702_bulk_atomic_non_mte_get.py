@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _engines as E
 from .analysis import CoreScan, Stage
 from .analysis import codes as C
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 
 class BulkAtomicNonMteGet(Rule):
@@ -51,9 +53,29 @@ class BulkAtomicNonMteGet(Rule):
         rows = np.flatnonzero((trace["kind"] == C.K_GET) & (win >= 0)
                               & ((eng == C.E_SDMA) | (eng == C.E_UDMA) | (eng == C.E_ROCE)))
 
-        def describe(r, d):
-            return (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['engine']} get from rank "
-                    f"{d['peer']} {d['region']}[{d['offset']}] into {d['local_region']}[{d['local_offset']}] at seq "
-                    f"{d['seq']} inside the atomic-add window opened at seq {int(trace['seq'][win[r]])}: "
-                    f"{d['engine']} has no inline reduce, its write overwrites instead of adding", Confidence.CERTAIN)
-        yield from E.hits_by_site(self, trace, rows, describe, "non-mte get")
+        yield from E.site_hits(self, trace, rows, "non-mte get", NonMteGet, _message,
+                               at_rows={"window_seq": lambda first: trace["seq"][win[first]]})
+
+
+class NonMteGet(NamedTuple):
+    """A site's first get into an atomic-add window on an engine with no inline reduce."""
+
+    rank: int
+    core: int
+    launch: int
+    engine: str
+    peer: int
+    region: str
+    offset: int
+    local_region: str
+    local_offset: int
+    seq: int
+    window_seq: int  # the atomic_mode add that opened the window
+    operations: int
+
+
+def _message(f: NonMteGet) -> str:
+    return E.per_site(f, f"rank {f.rank} core {f.core} launch {f.launch}: {f.engine} get from rank {f.peer} "
+                         f"{f.region}[{f.offset}] into {f.local_region}[{f.local_offset}] at seq {f.seq} inside "
+                         f"the atomic-add window opened at seq {f.window_seq}: {f.engine} has no inline reduce, "
+                         f"its write overwrites instead of adding")

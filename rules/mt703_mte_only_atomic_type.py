@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _engines as E
 from .analysis import codes as C
-from .base import Confidence, Family, Rule, Severity
+from .analysis import regions as R
+from .base import Family, Rule, Severity
 
 
 class MteOnlyAtomicType(Rule):
@@ -59,19 +62,44 @@ class MteOnlyAtomicType(Rule):
         unknown = amo & (transport == C.E_UDMA) & (trace["dtype"] == C.NULL8) & E.aborted_at(trace)
         rows = np.flatnonzero(certain | by_width | unknown)
 
-        def describe(r, d):
-            eng = E.Engine(int(transport[r])).wire
-            where = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: amo {d['op']} to rank {d['peer']} "
-                     f"{d['region']}[{d['offset']}] at seq {d['seq']} goes over {eng} ({E.over(trace, mapped, r)})")
-            if certain[r]:
-                return (where + f" with dtype {d['dtype']}: only the MTE path supports int8/int16/half/bfloat16 "
-                        "atomics; the unified API aborts the kernel", Confidence.CERTAIN)
-            if by_width[r]:
-                return (where + f" with no dtype recorded, on a region of {E.element_bytes(trace, r)}-byte "
-                        "elements: every atomic type that size (int8; int16, half, bfloat16) is MTE-only, which "
-                        f"{eng} does not carry (the type is inferred from the region's elem_bytes)",
-                        Confidence.INFERRED)
-            return (where + " with no dtype recorded, and the core's trace ends there inside the kernel: the "
-                    "abort the unified API gives an MTE-only type (int8, int16, half, bfloat16) on UDMA",
-                    Confidence.INFERRED)
-        yield from E.hits_by_site(self, trace, rows, describe, "non-mte amo")
+        elem_bytes = R.region_table(trace)["elem_bytes"]
+        region = trace["region"]
+        yield from E.site_hits(
+            self, trace, rows, "non-mte amo", NonMteAmo, _message, certain=certain,
+            at_rows={"transport": lambda first: [E.Engine(int(t)).wire for t in transport[first]],
+                     "mapped": mapped,
+                     "how": lambda first: np.where(certain[first], "dtype", np.where(by_width[first], "width", "abort")),
+                     "element_bytes": lambda first: elem_bytes[np.clip(region[first], 0, len(elem_bytes) - 1)]})
+
+
+class NonMteAmo(NamedTuple):
+    """A site's first amo of an MTE-only type on another transport."""
+
+    rank: int
+    core: int
+    launch: int
+    op: str
+    peer: int
+    region: str
+    offset: int
+    seq: int
+    dtype: str | None
+    transport: str  # the engine it took
+    mapped: bool  # the transport is the manifest's map's (else the event's engine)
+    how: str  # dtype: the event names the type; width: none, the region's element size says; abort: none, the trace ends there
+    element_bytes: int  # of the amo's region
+    operations: int
+
+
+def _message(f: NonMteAmo) -> str:
+    where = (f"rank {f.rank} core {f.core} launch {f.launch}: amo {f.op} to rank {f.peer} {f.region}[{f.offset}] "
+             f"at seq {f.seq} goes over {f.transport} ({E.over(f.mapped)})")
+    if f.how == "dtype":
+        return E.per_site(f, where + f" with dtype {f.dtype}: only the MTE path supports int8/int16/half/bfloat16 "
+                             "atomics; the unified API aborts the kernel")
+    if f.how == "width":
+        return E.per_site(f, where + f" with no dtype recorded, on a region of {f.element_bytes}-byte elements: every "
+                             "atomic type that size (int8; int16, half, bfloat16) is MTE-only, which "
+                             f"{f.transport} does not carry (the type is inferred from the region's elem_bytes)")
+    return E.per_site(f, where + " with no dtype recorded, and the core's trace ends there inside the kernel: the "
+                         "abort the unified API gives an MTE-only type (int8, int16, half, bfloat16) on UDMA")

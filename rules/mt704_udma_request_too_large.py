@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import Kind
 
 from . import _engines as E
 from .analysis import codes as C
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 _KINDS = np.array([int(Kind.PUT), int(Kind.GET), int(Kind.PUT_SIGNAL)], np.int8)
 
@@ -50,9 +52,27 @@ class UdmaRequestTooLarge(Rule):
         limit = int(ctx.option("max_bytes", self.options["max_bytes"]))
         rows = np.flatnonzero(np.isin(trace["kind"], _KINDS) & (trace["engine"] == C.E_UDMA)
                               & (trace["nbytes"] > limit))
+        yield from E.site_hits(self, trace, rows, "oversized request", Oversized, _message,
+                               at_rows={"limit": np.broadcast_to(limit, trace.n)})
 
-        def describe(r, d):
-            return (f"rank {d['rank']} core {d['core']} launch {d['launch']}: udma {d['kind']} to rank {d['peer']} "
-                    f"{d['region']}[{d['offset']}] at seq {d['seq']} moves {d['nbytes']} B in one request, over "
-                    f"the {limit} B a UDMA request carries: chunk it", Confidence.CERTAIN)
-        yield from E.hits_by_site(self, trace, rows, describe, "oversized request")
+
+class Oversized(NamedTuple):
+    """A site's first oversized request: its message is rendered from these."""
+
+    rank: int
+    core: int
+    launch: int
+    kind: str
+    peer: int
+    region: str
+    offset: int
+    seq: int
+    nbytes: int
+    limit: int  # the max_bytes option
+    operations: int  # requests from the site
+
+
+def _message(f: Oversized) -> str:
+    return E.per_site(f, f"rank {f.rank} core {f.core} launch {f.launch}: udma {f.kind} to rank {f.peer} "
+                         f"{f.region}[{f.offset}] at seq {f.seq} moves {f.nbytes} B in one request, over the "
+                         f"{f.limit} B a UDMA request carries: chunk it")

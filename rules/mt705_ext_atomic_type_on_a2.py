@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _engines as E
 from .analysis import codes as C
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
 
 
 class ExtAtomicTypeOnA2(Rule):
@@ -66,19 +68,41 @@ class ExtAtomicTypeOnA2(Rule):
                    & ~E.undeclared_width(trace, E.EXT_TYPES, every=False))
         rows = np.flatnonzero(certain | by_width | unknown)
 
-        def describe(r, d):
-            where = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: mte amo {d['op']} to rank "
-                     f"{d['peer']} {d['region']}[{d['offset']}] at seq {d['seq']}")
-            if certain[r]:
-                return (where + f" with dtype {d['dtype']} on platform {platform}: the uint32/int64/uint64 MTE "
-                        "atomics exist on Ascend950 only", Confidence.CERTAIN)
-            if by_width[r]:
-                return (where + f" with no dtype recorded, on a region of 8-byte elements (int64 or uint64, "
-                        f"inferred from its elem_bytes) on platform {platform}: the 64-bit MTE atomics exist on "
-                        "Ascend950 only", Confidence.INFERRED)
-            what = "no dtype recorded" if d.get("dtype") is None else f"dtype {d['dtype']}"
-            on = "no platform named" if platform is None else f"platform {platform}"
-            return (where + f" with {what} and {on}, and the core's trace ends there inside the kernel: MTE "
-                    "takes every other atomic type on every platform, so this is the abort an A2/A3 (910B/910C) "
-                    "gives a uint32/int64/uint64 MTE atomic", Confidence.INFERRED)
-        yield from E.hits_by_site(self, trace, rows, describe, "ext-type amo")
+        yield from E.site_hits(
+            self, trace, rows, "ext-type amo", ExtTypeAmo, _message, certain=certain,
+            at_rows={"platform": lambda first: [platform] * len(first),
+                     "how": lambda first: np.where(certain[first], "dtype", np.where(by_width[first], "width", "abort"))})
+
+
+class ExtTypeAmo(NamedTuple):
+    """A site's first uint32/int64/uint64 MTE amo where the platform lacks them."""
+
+    rank: int
+    core: int
+    launch: int
+    op: str
+    peer: int
+    region: str
+    offset: int
+    seq: int
+    dtype: str | None
+    platform: str | None  # the manifest's
+    how: str  # dtype: the event names the type; width: none, 8-byte elements; abort: the trace ends there
+    operations: int
+
+
+def _message(f: ExtTypeAmo) -> str:
+    where = (f"rank {f.rank} core {f.core} launch {f.launch}: mte amo {f.op} to rank {f.peer} "
+             f"{f.region}[{f.offset}] at seq {f.seq}")
+    if f.how == "dtype":
+        return E.per_site(f, where + f" with dtype {f.dtype} on platform {f.platform}: the uint32/int64/uint64 MTE "
+                             "atomics exist on Ascend950 only")
+    if f.how == "width":
+        return E.per_site(f, where + " with no dtype recorded, on a region of 8-byte elements (int64 or uint64, "
+                             f"inferred from its elem_bytes) on platform {f.platform}: the 64-bit MTE atomics exist "
+                             "on Ascend950 only")
+    what = "no dtype recorded" if f.dtype is None else f"dtype {f.dtype}"
+    on = "no platform named" if f.platform is None else f"platform {f.platform}"
+    return E.per_site(f, where + f" with {what} and {on}, and the core's trace ends there inside the kernel: MTE "
+                         "takes every other atomic type on every platform, so this is the abort an A2/A3 "
+                         "(910B/910C) gives a uint32/int64/uint64 MTE atomic")
