@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from . import _hits as H
-from ._races import race_hits
+from ._races import Race, more, race_hits
 from .analysis import Stage, WordTable
 from .base import Family, Rule, Severity
 
@@ -54,10 +53,11 @@ class MissingPreBarrier(Rule):
     requires = (Stage.WORD_TABLE,)
 
     def check(self, trace, ctx):
-        def describe(r, w, _before, d, dw):
-            return (f"rank {d['rank']} core {d['core']} launch {d['launch']}: get from rank {d['peer']} "
-                    f"{d['region']}[{d['offset']}] ({d['nbytes']} B) at seq {d['seq']} is not ordered after "
-                    f"{H.ev(trace, w)}'s {dw['kind']} of those words ({dw.get('nbytes')} B at offset {dw['offset']}): "
-                    f"no barrier between them and no flag the reader saw set after the write; the get can read "
-                    f"the old contents")
-        yield from race_hits(self, trace, ctx.stage(WordTable), False, describe)
+        yield from race_hits(self, trace, ctx.stage(WordTable), False, _message)
+
+
+def _message(f: Race) -> str:
+    return more(f, f"rank {f.rank} core {f.core} launch {f.launch}: get from rank {f.peer} {f.region}[{f.offset}] "
+                   f"({f.nbytes} B) at seq {f.seq} is not ordered after {f.writer}'s {f.writer_kind} of those words "
+                   f"({f.writer_nbytes} B at offset {f.writer_offset}): no barrier between them and no flag the "
+                   f"reader saw set after the write; the get can read the old contents")

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from . import _hits as H
-from ._races import race_hits
+from ._races import Race, more, race_hits
 from .analysis import Stage, WordTable
 from .base import Family, Rule, Severity
 
@@ -45,10 +44,11 @@ class MissingPostBarrier(Rule):
     requires = (Stage.WORD_TABLE,)
 
     def check(self, trace, ctx):
-        def describe(r, w, before, d, dw):
-            return (f"rank {d['rank']} core {d['core']} launch {d['launch']}: get from rank {d['peer']} "
-                    f"{d['region']}[{d['offset']}] ({d['nbytes']} B) at seq {d['seq']} reads what "
-                    f"{H.ev(trace, before)} wrote, but {H.ev(trace, w)}'s {dw['kind']} of those words is not "
-                    f"ordered after the read completes: no barrier between them; the words can be overwritten "
-                    f"while the peer still reads them")
-        yield from race_hits(self, trace, ctx.stage(WordTable), True, describe)
+        yield from race_hits(self, trace, ctx.stage(WordTable), True, _message)
+
+
+def _message(f: Race) -> str:
+    return more(f, f"rank {f.rank} core {f.core} launch {f.launch}: get from rank {f.peer} {f.region}[{f.offset}] "
+                   f"({f.nbytes} B) at seq {f.seq} reads what {f.before} wrote, but {f.writer}'s {f.writer_kind} "
+                   f"of those words is not ordered after the read completes: no barrier between them; the words "
+                   f"can be overwritten while the peer still reads them")
