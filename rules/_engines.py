@@ -124,6 +124,21 @@ def site_extra(f) -> dict:
     return {"operations": f.operations}
 
 
+def how_known(certain: np.ndarray, by_width: np.ndarray | None = None):
+    """``site_hits``' ``how`` of a type rule, per first row: "dtype" where the event names the type,
+    "width" where only its region's element size says, else "abort" (the trace ends there)."""
+    def at(first: np.ndarray) -> np.ndarray:
+        width = by_width[first] if by_width is not None else np.zeros(len(first), bool)
+        return np.where(certain[first], "dtype", np.where(width, "width", "abort"))
+    return at
+
+
+def amo_at(f, what: str = "amo") -> str:
+    """Where a type rule's amo is, as its message opens: its place, op, target and seq."""
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: {what} {f.op} to rank {f.peer} "
+            f"{f.region}[{f.offset}] at seq {f.seq}")
+
+
 def over(mapped: bool) -> str:
     """How an amo's transport is known: the manifest's map, or the event's own engine."""
     return "by the manifest's transport map" if mapped else "as the event names it"

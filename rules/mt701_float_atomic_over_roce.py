@@ -64,7 +64,7 @@ class FloatAtomicOverRoce(Rule):
         rows = np.flatnonzero(certain | unknown)
 
         yield from E.site_hits(self, trace, rows, "roce amo", RoceFloat, _message, certain=certain,
-                               at_rows={"mapped": mapped, "how": lambda first: np.where(certain[first], "dtype", "abort")})
+                               at_rows={"mapped": mapped, "how": E.how_known(certain)})
 
 
 class RoceFloat(NamedTuple):
@@ -84,8 +84,7 @@ class RoceFloat(NamedTuple):
 
 
 def _message(f: RoceFloat) -> str:
-    where = (f"rank {f.rank} core {f.core} launch {f.launch}: amo {f.op} to rank {f.peer} {f.region}[{f.offset}] "
-             f"at seq {f.seq} goes over RoCE ({E.over(f.mapped)})")
+    where = f"{E.amo_at(f)} goes over RoCE ({E.over(f.mapped)})"
     if f.how == "dtype":
         return E.per_site(f, where + " with dtype float: RoCE atomics are integer only (int32/uint32/int64/uint64); "
                              "the unified API aborts the kernel")

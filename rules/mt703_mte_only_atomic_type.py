@@ -68,7 +68,7 @@ class MteOnlyAtomicType(Rule):
             self, trace, rows, "non-mte amo", NonMteAmo, _message, certain=certain,
             at_rows={"transport": lambda first: [E.Engine(int(t)).wire for t in transport[first]],
                      "mapped": mapped,
-                     "how": lambda first: np.where(certain[first], "dtype", np.where(by_width[first], "width", "abort")),
+                     "how": E.how_known(certain, by_width),
                      "element_bytes": lambda first: elem_bytes[np.clip(region[first], 0, len(elem_bytes) - 1)]})
 
 
@@ -92,8 +92,7 @@ class NonMteAmo(NamedTuple):
 
 
 def _message(f: NonMteAmo) -> str:
-    where = (f"rank {f.rank} core {f.core} launch {f.launch}: amo {f.op} to rank {f.peer} {f.region}[{f.offset}] "
-             f"at seq {f.seq} goes over {f.transport} ({E.over(f.mapped)})")
+    where = f"{E.amo_at(f)} goes over {f.transport} ({E.over(f.mapped)})"
     if f.how == "dtype":
         return E.per_site(f, where + f" with dtype {f.dtype}: only the MTE path supports int8/int16/half/bfloat16 "
                              "atomics; the unified API aborts the kernel")

@@ -71,7 +71,7 @@ class ExtAtomicTypeOnA2(Rule):
         yield from E.site_hits(
             self, trace, rows, "ext-type amo", ExtTypeAmo, _message, certain=certain,
             at_rows={"platform": lambda first: [platform] * len(first),
-                     "how": lambda first: np.where(certain[first], "dtype", np.where(by_width[first], "width", "abort"))})
+                     "how": E.how_known(certain, by_width)})
 
 
 class ExtTypeAmo(NamedTuple):
@@ -92,8 +92,7 @@ class ExtTypeAmo(NamedTuple):
 
 
 def _message(f: ExtTypeAmo) -> str:
-    where = (f"rank {f.rank} core {f.core} launch {f.launch}: mte amo {f.op} to rank {f.peer} "
-             f"{f.region}[{f.offset}] at seq {f.seq}")
+    where = E.amo_at(f, "mte amo")
     if f.how == "dtype":
         return E.per_site(f, where + f" with dtype {f.dtype} on platform {f.platform}: the uint32/int64/uint64 MTE "
                              "atomics exist on Ascend950 only")
