@@ -45,7 +45,7 @@ class HitColumns:
     ``defect``, ...) that differs between members, all of one length; ``tables`` names the
     columns that hold indices into a table of values (a null index reads as None there
     too); ``nulls`` the value of a column that reads as None (the trace's null, an
-    absent row); ``constant`` the hit attributes every member shares. ``rows`` is
+    absent row); ``constant`` the fields and hit attributes every member shares. ``rows`` is
     (members, roles): each member's evidence row per role of ``roles``, -1 where it lacks
     that role; ``key`` is (members, width). ``render(fields)`` words a member's message,
     ``extra(fields)`` its extra (the report's machine-readable facts): module-level

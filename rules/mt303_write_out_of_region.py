@@ -6,11 +6,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ingest.contract import Kind
+
 from . import _hits as H
 from ._jit import kernel
 from .analysis import codes as C
 from .analysis import regions as R
 from .base import Confidence, Family, Rule, Severity
+from .hit_columns import HitColumns, coded
 
 K_PUT, K_PUTSIG, K_SIGNAL, K_AMO, K_WRITE, K_GET = C.K_PUT, C.K_PUTSIG, C.K_SIGNAL, C.K_AMO, C.K_WRITE, C.K_GET
 
@@ -82,17 +85,44 @@ class WriteOutOfRegion(Rule):
         sreg = trace["sig_region"]
         out = np.zeros(trace.n, np.int8)
         _outside(kind, Targets(reg, offset, loffset, ext), sreg, soff, rt["length"], out)
-        for r in np.flatnonzero(out).tolist():
-            d = trace.describe(r)
-            if out[r] == 1:
-                o = int(loffset[r] if kind[r] == K_GET else offset[r])
-                where, e, ln = H.region_name(trace, int(reg[r])), int(ext[r]), int(rt["length"][reg[r]])
-            else:
-                where, o, e = H.region_name(trace, int(sreg[r])), int(soff[r]), 1
-                ln = int(rt["length"][sreg[r]])
-            owner = int(trace.owner[r])
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} writes {where}[{o}:{o + e}] "
-                   f"of rank {owner}, but {where} has {ln} elements ({max(o + e - ln, -o)} outside)")
-            yield self.hit(msg, rows=(("write", r),), key=(d["rank"], d["core"], d["seq"]),
-                           confidence=Confidence.CERTAIN,
-                           extra={"region": where, "offset": o, "extent": e, "length": ln, "owner": owner})
+        rows = np.flatnonzero(out)
+        if not len(rows):
+            return
+        # A write past the end of its region in a loop is one per iteration: the hits are columns.
+        payload = out[rows] == 1  # else only a put_signal's signal word leaves its region
+        region = np.where(payload, reg[rows], sreg[rows]).astype(np.int64)
+        offset_ = np.where(payload, np.where(kind[rows] == K_GET, loffset[rows], offset[rows]), soff[rows])
+        columns = {name: trace[name][rows].astype(np.int64) for name in ("rank", "core", "launch")}
+        columns |= {"offset": offset_.astype(np.int64), "extent": np.where(payload, ext[rows], 1).astype(np.int64),
+                    "length": rt["length"][region], "owner": trace.owner[rows].astype(np.int64)}
+        tables = {}
+        columns["kind"], tables["kind"] = coded(Kind(k).wire for k in kind[rows].tolist())
+        columns["region"], tables["region"] = coded(H.region_name(trace, r) for r in region.tolist())
+        yield HitColumns(code=self.code, fields=OutOfRegion, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=("write",), rows=rows.astype(np.int64)[:, None],
+                         key=np.stack([trace[c][rows].astype(np.int64) for c in ("rank", "core", "seq")], axis=1),
+                         constant={"confidence": Confidence.CERTAIN})
+
+
+class OutOfRegion(NamedTuple):
+    """A write whose target range leaves its region."""
+
+    rank: int
+    core: int
+    launch: int
+    kind: str
+    region: str  # the region written (a put_signal's signal word's where only that leaves it)
+    offset: int
+    extent: int  # elements written
+    length: int  # the region's elements
+    owner: int  # the rank whose memory it is
+
+
+def _message(f: OutOfRegion) -> str:
+    end = f.offset + f.extent
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: {f.kind} writes {f.region}[{f.offset}:{end}] of rank "
+            f"{f.owner}, but {f.region} has {f.length} elements ({max(end - f.length, -f.offset)} outside)")
+
+
+def _extra(f: OutOfRegion) -> dict:
+    return {"region": f.region, "offset": f.offset, "extent": f.extent, "length": f.length, "owner": f.owner}

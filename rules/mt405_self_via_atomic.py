@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _hits as H
 from .analysis import CoreScan, Stage
 from .analysis import codes as C
 from .base import Family, Rule, Severity
+from .hit_columns import HitColumns, coded
 
 
 class SelfViaAtomic(Rule):
@@ -46,14 +49,43 @@ class SelfViaAtomic(Rule):
         own = (trace["kind"] == C.K_GET) & (trace["peer"] == trace["rank"])  # both int16
         rows = np.flatnonzero(own & (win >= 0))
         # One hit per (window, site): the tiles of one self contribution are one mistake.
-        for g in H.groups(rows, win[rows], trace["site"][rows]):
-            r, o = int(g[0]), int(win[g[0]])
-            d = trace.describe(r)
-            more = f"; {len(g)} self gets from this site in the window" if len(g) > 1 else ""
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: get from its own rank "
-                   f"{d['region']}[{d['offset']}] into {d['local_region']}[{d['local_offset']}] at seq {d['seq']} "
-                   f"inside the atomic-add window opened at seq {int(trace['seq'][o])}: the self "
-                   f"contribution is added through the atomic path (double counted){more}")
-            yield self.hit(msg, rows=(("self get", r), ("atomic add", o)),
-                           key=(d["rank"], d["core"], d["seq"]), rests_on=((d["rank"], d["core"]),),
-                           extra={"gets": int(len(g))})
+        groups = H.groups(rows, win[rows], trace["site"][rows])
+        if not groups:
+            return
+        first = np.array([int(g[0]) for g in groups], np.int64)
+        opened = win[first].astype(np.int64)
+        d = H.described(trace, first, tuple(f for f in SelfGet._fields if f not in ("window_seq", "gets")))
+        columns, tables = {}, {}
+        for name, values in (*d.items(), ("window_seq", trace["seq"][opened].tolist()),
+                             ("gets", [len(g) for g in groups]),
+                             ("rests_on", [((r, c),) for r, c in zip(d["rank"], d["core"])])):
+            columns[name], tables[name] = coded(values)
+        yield HitColumns(code=self.code, fields=SelfGet, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=("self get", "atomic add"), rows=np.stack((first, opened), axis=1),
+                         key=np.stack([trace[c][first].astype(np.int64) for c in ("rank", "core", "seq")], axis=1))
+
+
+class SelfGet(NamedTuple):
+    """A site's first get of its own rank's memory inside an atomic-add window."""
+
+    rank: int
+    core: int
+    launch: int
+    region: str
+    offset: int
+    local_region: str
+    local_offset: int
+    seq: int
+    window_seq: int  # the atomic_mode add that opened the window
+    gets: int  # self gets from the site in the window
+
+
+def _message(f: SelfGet) -> str:
+    more = f"; {f.gets} self gets from this site in the window" if f.gets > 1 else ""
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: get from its own rank {f.region}[{f.offset}] into "
+            f"{f.local_region}[{f.local_offset}] at seq {f.seq} inside the atomic-add window opened at seq "
+            f"{f.window_seq}: the self contribution is added through the atomic path (double counted){more}")
+
+
+def _extra(f: SelfGet) -> dict:
+    return {"gets": f.gets}

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import Kind
 
 from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
+from .hit_columns import HitColumns
 
 
 class InvalidExpertId(Rule):
@@ -55,21 +58,50 @@ class InvalidExpertId(Rule):
         bad = ((expert < 0) | (expert >= (2**62 if ne is None else int(ne)))) & (expert != C.NULL32)
         if sentinel is not None:
             bad &= expert != int(sentinel)
-        allowed = "no sentinel" if sentinel is None else f"sentinel {sentinel}"
-        valid = f"outside [0, {ne})" if ne is not None else "negative (num_experts unknown)"
-        ranks = trace.manifest.ranks
-        for r in routes[bad]:
-            d = trace.describe(int(r))
-            dst = d.get("dst_rank")
-            if dst is None:
-                sent = ", no dst_rank recorded"
-            elif 0 <= dst < ranks:
-                sent = f", sent to rank {dst}"
-            else:
-                sent = f", sent to rank {dst}, which is not a rank (ranks 0..{ranks - 1}): dropped"
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: token {d['token']} top-k {d['topk']} "
-                   f"routed to expert {d['expert']}, {valid} ({allowed}){sent}")
-            yield self.hit(msg, rows=(("route", int(r)),), key=(d["rank"], d["core"], d["seq"]),
-                           confidence=Confidence.CERTAIN,
-                           extra={"token": d["token"], "topk": d["topk"], "expert": d["expert"],
-                                  "num_experts": None if ne is None else int(ne)})
+        rows = routes[bad]
+        if not len(rows):
+            return
+        # A router off by one sends every token astray: its hits are columns, one per bad route.
+        columns = {name: trace[name][rows].astype(np.int64) for name in BadRoute._fields if name in _COLUMNS}
+        yield HitColumns(code=self.code, fields=BadRoute, render=_message, extra=_extra, columns=columns,
+                         nulls={name: trace.null(name) for name in _COLUMNS}, roles=("route",),
+                         rows=rows.astype(np.int64)[:, None],
+                         key=np.stack([trace[c][rows].astype(np.int64) for c in ("rank", "core", "seq")], axis=1),
+                         constant={"num_experts": None if ne is None else int(ne),
+                                   "sentinel": None if sentinel is None else int(sentinel),
+                                   "ranks": int(trace.manifest.ranks), "confidence": Confidence.CERTAIN})
+
+
+_COLUMNS = ("rank", "core", "launch", "token", "topk", "expert", "dst_rank")  # BadRoute's fields read from the route
+
+
+class BadRoute(NamedTuple):
+    """A route to an expert id out of range."""
+
+    rank: int
+    core: int
+    launch: int
+    token: int
+    topk: int
+    expert: int
+    dst_rank: int | None  # the rank the kernel sent it to, where recorded
+    num_experts: int | None  # the manifest's (stated or inferred)
+    sentinel: int | None  # the manifest's expert_sentinel
+    ranks: int
+
+
+def _message(f: BadRoute) -> str:
+    valid = f"outside [0, {f.num_experts})" if f.num_experts is not None else "negative (num_experts unknown)"
+    allowed = "no sentinel" if f.sentinel is None else f"sentinel {f.sentinel}"
+    if f.dst_rank is None:
+        sent = ", no dst_rank recorded"
+    elif 0 <= f.dst_rank < f.ranks:
+        sent = f", sent to rank {f.dst_rank}"
+    else:
+        sent = f", sent to rank {f.dst_rank}, which is not a rank (ranks 0..{f.ranks - 1}): dropped"
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: token {f.token} top-k {f.topk} routed to expert "
+            f"{f.expert}, {valid} ({allowed}){sent}")
+
+
+def _extra(f: BadRoute) -> dict:
+    return {"token": f.token, "topk": f.topk, "expert": f.expert, "num_experts": f.num_experts}
