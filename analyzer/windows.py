@@ -66,7 +66,7 @@ class Window:
 
 
 def plan(blocks: Sequence, window_events: int, total: int) -> list[Window]:
-    """Windows over ``blocks`` (``ingest.dataset.Block``), each with at least one main block.
+    """Windows over ``blocks`` (``ingest.ingest_report.Block``), each with at least one main block.
 
     One window for the whole trace when it fits ``window_events`` or has no
     blocks (then ``total`` rows are read).

@@ -34,8 +34,8 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ingest.dataset import (BLOCK_EVENTS, EVENTS_DIR, MANIFEST_FILE, REPORT_FILE, CoreReport,  # noqa: E402
-                            IngestReport, SourceReport)
+from ingest.dataset import BLOCK_EVENTS, EVENTS_DIR, MANIFEST_FILE, REPORT_FILE  # noqa: E402
+from ingest.ingest_report import CoreReport, IngestReport, SourceReport  # noqa: E402
 from ingest.blocks import blocks_of, cut_blocks, launch_counts, row_cuts  # noqa: E402
 from ingest.writer import conform, write_events  # noqa: E402
 from ingest.manifest import Manifest  # noqa: E402

@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ingest.contract import SCHEMA  # noqa: E402
-from ingest.dataset import EVENTS_DIR, MANIFEST_FILE, PART_FILE, REPORT_FILE, Dataset, IngestReport  # noqa: E402
+from ingest.dataset import EVENTS_DIR, MANIFEST_FILE, PART_FILE, REPORT_FILE, Dataset  # noqa: E402
+from ingest.ingest_report import IngestReport  # noqa: E402
 from ingest.parts import check_part, local_file  # noqa: E402
 from _results import write_section  # noqa: E402
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .dataset import Block
+from .ingest_report import Block
 
 
 def launch_counts(launches: list[pa.ChunkedArray]) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .dataset import BLOCK_EVENTS, IngestReport, SourceReport
+from .dataset import BLOCK_EVENTS
+from .ingest_report import IngestReport, SourceReport
 from .writer import DatasetWriter, conform
 from .sources import Chunk, resolve
 from .staging import check_not_an_input

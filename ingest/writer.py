@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 
 from .contract import COLUMNS, SCHEMA
 from .blocks import blocks_of, edges_from, launch_counts, row_cuts
-from .dataset import BLOCK_EVENTS, EVENTS_DIR, MANIFEST_FILE, REPORT_FILE, CoreReport, IngestReport, SourceReport
+from .dataset import BLOCK_EVENTS, EVENTS_DIR, MANIFEST_FILE, REPORT_FILE
+from .ingest_report import CoreReport, IngestReport, SourceReport
 from .errors import TraceError
 from .manifest import Manifest
 from .staging import check_replaceable, clean_stale, make_stage, os_error, swap_in

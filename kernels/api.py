@@ -219,7 +219,7 @@ def _scalar(v) -> int:
 def write(m: Machine, kern, truth: Truth, out: Path) -> int:
     """Write the dataset through the ingest writer and truth.json beside it; returns rows lost."""
     from ingest.contract import FORMAT
-    from ingest.dataset import SourceReport
+    from ingest.ingest_report import SourceReport
     from ingest.manifest import Manifest
     from ingest.writer import DatasetWriter
 

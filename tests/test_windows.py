@@ -24,7 +24,8 @@ from analyzer.config import Config, ConfigError, parse_config
 from analyzer.engine import diagnose
 from analyzer.windows import plan
 from ingest.contract import COLUMNS
-from ingest.dataset import Block, Dataset
+from ingest.dataset import Dataset
+from ingest.ingest_report import Block
 from ingest.run import ingest
 from ingest.writer import write_events
 from kernels import Params, Recording, simulate
