@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _hits as H
@@ -9,6 +11,7 @@ from ._jit import kernel
 from .analysis import HappensBefore, Stage
 from .analysis import codes as C
 from .base import Family, Rule, Severity
+from .hit_columns import HitColumns, coded
 
 K_BEGIN, K_END, K_AMO = C.K_BEGIN, C.K_END, C.K_AMO
 K_SIGNAL, K_PUTSIG, K_WBEGIN, K_BBEGIN = C.K_SIGNAL, C.K_PUTSIG, C.K_WBEGIN, C.K_BBEGIN
@@ -102,15 +105,53 @@ class AmoUsedBeforeQuiet(Rule):
               int(trace.manifest.ranks), ctx.stage(HappensBefore).completed_at(), use)
         amos = np.flatnonzero(use >= 0)
         # One hit per (rank, core, launch, amo site): a loop of amos missing one quiet is one root.
-        for g in H.groups(amos, trace["rank"][amos], trace["core"][amos], trace["launch"][amos],
-                          trace["site"][amos]):
-            a, u = int(g[0]), int(use[g[0]])
-            d, du = trace.describe(a), trace.describe(u)
-            more = f"; {len(g)} amos from this site relied on the same way" if len(g) > 1 else ""
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['engine']} amo {d['op']} "
-                   f"{d['value']} to rank {d['peer']} {d['region']}[{d['offset']}] at seq {d['seq']} is relied on "
-                   f"by the {du['kind']} at seq {du['seq']} before any {d['engine']} quiet: the atomic may "
-                   f"not have reached the peer yet{more}")
-            rows = (("unquieted amo", a), ("use", u)) + ((("last amo of the group", int(g[-1])),) if len(g) > 1 else ())
-            yield self.hit(msg, rows=rows, key=(d["rank"], d["core"], d["seq"]), rests_on=((d["rank"], d["core"]),),
-                           extra={"amos": int(len(g)), "peers": sorted(set(trace["peer"][g].tolist()))})
+        groups = H.groups(amos, trace["rank"][amos], trace["core"][amos], trace["launch"][amos], trace["site"][amos])
+        if not groups:
+            return
+        first = np.array([int(g[0]) for g in groups], np.int64)
+        last = np.array([int(g[-1]) if len(g) > 1 else -1 for g in groups], np.int64)
+        used = use[first].astype(np.int64)
+        d = H.described(trace, first, ("rank", "core", "launch", "engine", "op", "value", "peer", "region",
+                                       "offset", "seq"))
+        du = H.described(trace, used, ("kind", "seq"))
+        peer = trace["peer"]
+        columns, tables = {}, {}
+        for name, values in (*d.items(), ("use_kind", du["kind"]), ("use_seq", du["seq"]),
+                             ("amos", [len(g) for g in groups]),
+                             ("peers", [tuple(sorted(set(peer[g].tolist()))) for g in groups]),
+                             ("rests_on", [((r, c),) for r, c in zip(d["rank"], d["core"])])):
+            columns[name], tables[name] = coded(values)
+        yield HitColumns(code=self.code, fields=Unquieted, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=("unquieted amo", "use", "last amo of the group"),
+                         rows=np.stack((first, used, last), axis=1),
+                         key=np.stack([trace[c][first].astype(np.int64) for c in ("rank", "core", "seq")], axis=1))
+
+
+class Unquieted(NamedTuple):
+    """A site's first amo relied on before a quiet of its engine."""
+
+    rank: int
+    core: int
+    launch: int
+    engine: str
+    op: str
+    value: int | None
+    peer: int
+    region: str
+    offset: int
+    seq: int
+    use_kind: str  # what relied on it
+    use_seq: int
+    amos: int  # amos from the site relied on the same way
+    peers: tuple  # the ranks they went to
+
+
+def _message(f: Unquieted) -> str:
+    more = f"; {f.amos} amos from this site relied on the same way" if f.amos > 1 else ""
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: {f.engine} amo {f.op} {f.value} to rank {f.peer} "
+            f"{f.region}[{f.offset}] at seq {f.seq} is relied on by the {f.use_kind} at seq {f.use_seq} before any "
+            f"{f.engine} quiet: the atomic may not have reached the peer yet{more}")
+
+
+def _extra(f: Unquieted) -> dict:
+    return {"amos": f.amos, "peers": list(f.peers)}
