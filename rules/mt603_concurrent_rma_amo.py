@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _engines as E
@@ -11,6 +13,7 @@ from .analysis import HappensBefore, Stage
 from .analysis import codes as C
 from .analysis.groups import group_columns
 from .base import Family, Rule, Severity
+from .hit_columns import HitColumns, coded
 
 K_BEGIN, K_AMO = C.K_BEGIN, C.K_AMO
 K_PUT, K_GET, K_PUTSIG = C.K_PUT, C.K_GET, C.K_PUTSIG
@@ -128,21 +131,27 @@ class ConcurrentRmaAmo(Rule):
         if int(trace.manifest.cores) > 1:
             self._across_cores(trace, hb, transport, out)
         rows = np.flatnonzero(out >= 0)
-        for g in H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
-            r, o = int(g[0]), int(out[g[0]])
-            d, do = trace.describe(r), trace.describe(o)
-            eng = E.Engine(int(transport[r])).wire
-            other = "" if do["core"] == d["core"] else f"core {do['core']}'s "
-            between = (f"no {eng} quiet between" if not other else
-                       f"no barrier orders its {eng} quiet before this, nor this before it")
-            more = f"; {len(g)} such operations from this site" if len(g) > 1 else ""
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} to rank {d['peer']} "
-                   f"{d['region']}[{d['offset']}] at seq {d['seq']} on {eng} while {other or 'the '}{do['kind']} to the same "
-                   f"PE at seq {do['seq']} is still outstanding ({between}): {eng} does not support "
-                   f"concurrent RMA and AMO to one PE{more}")
-            cores = sorted({(d["rank"], d["core"]), (do["rank"], do["core"])})
-            yield self.hit(msg, rows=(("issued", r), ("outstanding", o)), key=(d["rank"], d["core"], d["seq"]),
-                           rests_on=tuple(cores), extra={"operations": int(len(g))})
+        groups = H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows])
+        if groups:
+            yield self._batch(trace, groups, out, transport)
+
+    def _batch(self, trace, groups: list, out: np.ndarray, transport: np.ndarray) -> HitColumns:
+        """One typed member per (rank, core, launch, site) group: its first operation and the one outstanding."""
+        first = np.array([int(g[0]) for g in groups], np.int64)
+        other = out[first].astype(np.int64)
+        names = ("rank", "core", "launch", "kind", "peer", "region", "offset", "seq")
+        d = H.described(trace, first, names)
+        do = H.described(trace, other, ("rank", "core", "kind", "seq"))
+        columns, tables = {}, {}
+        for name, values in (*d.items(), ("engine", [E.Engine(int(t)).wire for t in transport[first].tolist()]),
+                             ("other_core", do["core"]), ("other_kind", do["kind"]), ("other_seq", do["seq"]),
+                             ("operations", [len(g) for g in groups]),
+                             ("rests_on", [tuple(sorted({(r, c), (ro, co)}))
+                                           for r, c, ro, co in zip(d["rank"], d["core"], do["rank"], do["core"])])):
+            columns[name], tables[name] = coded(values)
+        return HitColumns(code=self.code, fields=Concurrent, render=_message, extra=_extra, columns=columns,
+                          tables=tables, roles=("issued", "outstanding"), rows=np.stack((first, other), axis=1),
+                          key=np.stack([trace[c][first].astype(np.int64) for c in ("rank", "core", "seq")], axis=1))
 
     @staticmethod
     def _across_cores(trace, hb, transport, out):
@@ -180,3 +189,35 @@ class ConcurrentRmaAmo(Rule):
         row = np.where(own, r2[kk], r1[kk])
         hit = ok & (row >= 0) & (best >= phase[amo])
         out[amo[hit]] = rma[row[hit]]
+
+
+class Concurrent(NamedTuple):
+    """A site's first RMA or amo issued while the other kind to the same PE is outstanding."""
+
+    rank: int
+    core: int
+    launch: int
+    kind: str
+    peer: int
+    region: str
+    offset: int
+    seq: int
+    engine: str  # the transport both took
+    other_core: int  # the outstanding operation (this core's, or another's no barrier orders)
+    other_kind: str
+    other_seq: int
+    operations: int  # such operations from the site
+
+
+def _message(f: Concurrent) -> str:
+    other = "" if f.other_core == f.core else f"core {f.other_core}'s "
+    between = (f"no {f.engine} quiet between" if not other else
+               f"no barrier orders its {f.engine} quiet before this, nor this before it")
+    more = f"; {f.operations} such operations from this site" if f.operations > 1 else ""
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: {f.kind} to rank {f.peer} {f.region}[{f.offset}] at "
+            f"seq {f.seq} on {f.engine} while {other or 'the '}{f.other_kind} to the same PE at seq {f.other_seq} is "
+            f"still outstanding ({between}): {f.engine} does not support concurrent RMA and AMO to one PE{more}")
+
+
+def _extra(f: Concurrent) -> dict:
+    return {"operations": f.operations}
