@@ -7,6 +7,8 @@ data-race family states; it was MT406 in missing-drain, though no drain fixes it
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import Role
@@ -18,6 +20,7 @@ from .analysis import codes as C
 from .analysis import regions as R
 from .analysis.groups import group_columns
 from .base import Family, Rule, Severity
+from .hit_columns import HitColumns, coded
 
 K_WRITE, K_GET, K_PUT, K_PUTSIG = C.K_WRITE, C.K_GET, C.K_PUT, C.K_PUTSIG
 
@@ -123,23 +126,63 @@ class OverlappingOutputWrites(Rule):
         hit = np.full(len(rows), -1, np.int64)
         _sweep(group[order], start[order], end[order], core[order], hit)
         seen = set()
-        for i in np.flatnonzero(hit >= 0):
-            r, o = int(rows[order[i]]), int(rows[order[hit[i]]])
-            d, do = trace.describe(r), trace.describe(o)
-            ident = (d["launch"], d["rank"], int(reg[r]), *sorted((d["core"], do["core"])))
+        pairs = []  # (write, the overlapping write, first element, elements) of each distinct pair of cores
+        for i in np.flatnonzero(hit >= 0).tolist():
+            j = int(hit[i])
+            r, o = int(rows[order[i]]), int(rows[order[j]])
+            ident = (int(launch[order[i]]), int(rank[order[i]]), int(reg[r]),
+                     *sorted((int(core[order[i]]), int(core[order[j]]))))
             if ident in seen:
                 continue
             seen.add(ident)
-            lo = max(int(start[order[i]]), int(start[order[hit[i]]]))
-            hi = min(int(end[order[i]]), int(end[order[hit[i]]]))
-            owner, region, off = trace.decode_key(lo)
-            msg = (f"rank {d['rank']} launch {d['launch']}: cores {do['core']} (seq {do['seq']}, {do['kind']}) and "
-                   f"{d['core']} (seq {d['seq']}, {d['kind']}) both write {H.region_name(trace, region)}"
-                   f"[{off}:{off + hi - lo}] of rank {owner} with no atomic mode and no barrier between them: "
-                   f"the later write overwrites the other core's result")
-            yield self.hit(msg, rows=(("write", r), ("overlapping write", o)),
-                           key=(d["rank"], d["core"], d["seq"]), rests_on=((d["rank"], None),),
-                           extra={"elements": hi - lo, "cores": sorted((d["core"], do["core"]))})
+            lo = max(int(start[order[i]]), int(start[order[j]]))
+            hi = min(int(end[order[i]]), int(end[order[j]]))
+            pairs.append((r, o, lo, hi - lo))
+        if pairs:
+            yield _batch(self, trace, pairs)
+
+
+def _batch(rule, trace, pairs: list) -> HitColumns:
+    write, other, lo, elements = (np.array(c, np.int64) for c in zip(*pairs))
+    d = H.described(trace, write, ("rank", "core", "launch", "seq", "kind"))
+    do = H.described(trace, other, ("core", "seq", "kind"))
+    place = [trace.decode_key(k) for k in lo.tolist()]
+    columns, tables = {}, {}
+    for name, values in (*d.items(), ("other_core", do["core"]), ("other_seq", do["seq"]), ("other_kind", do["kind"]),
+                         ("owner", [p[0] for p in place]), ("region", [H.region_name(trace, p[1]) for p in place]),
+                         ("offset", [p[2] for p in place]), ("elements", elements.tolist()),
+                         ("rests_on", [((r, None),) for r in d["rank"]])):
+        columns[name], tables[name] = coded(values)
+    return HitColumns(code=rule.code, fields=Overlap, render=_message, extra=_extra, columns=columns, tables=tables,
+                      roles=("write", "overlapping write"), rows=np.stack((write, other), axis=1),
+                      key=np.stack([trace[c][write].astype(np.int64) for c in ("rank", "core", "seq")], axis=1))
+
+
+class Overlap(NamedTuple):
+    """Two cores' writes of one output range with no atomic mode and no barrier between them."""
+
+    rank: int
+    core: int
+    launch: int
+    seq: int
+    kind: str
+    other_core: int  # the other core's write
+    other_seq: int
+    other_kind: str
+    owner: int  # the rank whose output it is
+    region: str
+    offset: int  # the first element both write
+    elements: int
+
+
+def _message(f: Overlap) -> str:
+    return (f"rank {f.rank} launch {f.launch}: cores {f.other_core} (seq {f.other_seq}, {f.other_kind}) and {f.core} "
+            f"(seq {f.seq}, {f.kind}) both write {f.region}[{f.offset}:{f.offset + f.elements}] of rank {f.owner} "
+            f"with no atomic mode and no barrier between them: the later write overwrites the other core's result")
+
+
+def _extra(f: Overlap) -> dict:
+    return {"elements": f.elements, "cores": sorted((f.core, f.other_core))}
 
 
 def _group(launch, rank, phase) -> np.ndarray:
