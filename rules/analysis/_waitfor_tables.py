@@ -12,6 +12,7 @@ rank densely, the slot-level analogue of ``TraceView.key``.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -109,11 +110,15 @@ class Tables:
         o1 = np.argsort(k1, kind="stable") if ordered else np.lexsort((self.w_row, self.w_launch, self.w_skey))
         self._o1 = o1
         self._k1 = k1[o1]
-        # Index 2: by writer rank, region, launch.
+        self._ordered = ordered
+
+    @cached_property
+    def _by_writer(self) -> tuple[np.ndarray, np.ndarray]:
+        """Index 2: the write-table indices by writer rank, region, launch (then row), and their keys.
+        Built on the first ``writes_by``: only a wait whose producer may have written elsewhere asks."""
         c2 = (self.w_rank * len(self.sw) + self.w_region) * self.nlaunch + self.w_launch
-        o2 = np.argsort(c2, kind="stable") if ordered else np.lexsort((self.w_row, c2))
-        self._o2 = o2
-        self._k2 = c2[o2]
+        o2 = np.argsort(c2, kind="stable") if self._ordered else np.lexsort((self.w_row, c2))
+        return o2, c2[o2]
 
     def writes_to(self, skey: int, launch: int) -> np.ndarray:
         """Write-table indices into one slot in one launch, in row order."""
@@ -137,8 +142,9 @@ class Tables:
 
     def writes_by(self, rank: int, region: int, launch: int) -> np.ndarray:
         k = (int(rank) * len(self.sw) + int(region)) * self.nlaunch + int(launch)
-        lo, hi = np.searchsorted(self._k2, [k, k + 1])
-        return self._o2[lo:hi]
+        order, keys = self._by_writer
+        lo, hi = np.searchsorted(keys, [k, k + 1])
+        return order[lo:hi]
 
     def _waited_slots(self, wanted: np.ndarray) -> np.ndarray:
         """Sorted slot keys of the first and last word every wait_begin on a wanted region covers."""
