@@ -78,7 +78,7 @@ def _runs(values, members):
 
 def distinct_per_group(values: np.ndarray, members: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(distinct, edges): group g's sorted distinct ``values[members[bounds[g]:bounds[g + 1]]]`` are
-    ``distinct[edges[g]:edges[g + 1]]``; nothing as long as the members is made."""
+    ``distinct[edges[g]:edges[g + 1]]``, with no array as long as the members made."""
     out = np.empty(_runs(values, members) + len(bounds), values.dtype)  # a run may span two groups
     edges = np.empty(len(bounds), np.int64)
     return out[:_distinct(values, members, bounds, out, edges)], edges

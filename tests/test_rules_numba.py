@@ -146,11 +146,11 @@ def test_put_flag_agrees_with_flag_hits(seed):
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("lspan", [5, 2**20 + 5], ids=["counted", "far-apart-launches"])
 def test_unreset_entries_grouped_per_owner_region_and_launch_in_order_of_first_entry(seed, lspan):
-    """``_stale._group_runs`` against its contract, written the slow way: the entries (table order:
+    """``_unreset._group_runs`` against its contract, written the slow way: the entries (table order:
     key, then launch) per (owner, region, launch), groups in order of their first entry, each group's
     entries in table order; compiled and pure Python alike. A launch span too wide to count launches
     in (launch numbers far apart, as the fuzzer writes them) takes the sorting path, in bounded memory."""
-    from rules.analysis import _stale as S
+    from rules.analysis import _unreset as S
 
     rng = np.random.default_rng(seed)
     words_per_rank, region_base = 12, np.array([0, 4, 9])  # three regions per owner

@@ -4,7 +4,7 @@ The word table orders writes of different ranks by barrier phase and then by
 row. A protocol that synchronises through flags (the peer signals, the owner
 waits) instead of barriers leaves the owner's reset and the peer's put in one
 phase, where the row order may put the reset first: ``reset_after_sync`` tells
-which of the words ``_stale`` found off reset the owner did reset after the
+which of the words ``_unreset`` found off reset the owner did reset after the
 write. Whether flags order the two is decided where every flag-sync order is,
 ``_flag_edges.flag_order``; here only which reset to ask about.
 """

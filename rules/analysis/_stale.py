@@ -1,46 +1,31 @@
-"""Stale flags, read from the word table: waits a leftover value satisfied, words left off reset.
+"""Stale waits, read from the word table: waits a leftover value satisfied.
 
-Two facts the stale-flag rules report and the wait-for graph follows (a stuck
-wait whose earlier wait passed on a leftover cites them), computed here once
-per view so the graph never reads a rule's hits (nor a hit's capped display):
+One of the two facts the stale-flag rules report and the wait-for graph follows
+(a stuck wait whose earlier wait passed on a leftover cites them), computed here
+once per view so the graph never reads a rule's hits; the other, the words left
+off reset, is ``_unreset``'s.
 
-- ``stale_waits``: every completed wait_end that no write of its own launch
-  can precede (each is later on the waiting core, or after a barrier the
-  waiter had not reached) while an earlier launch wrote the word: the wait
-  passed on that older value (MT201's hits).
-- ``unreset``: every word of a region with ``reset`` (not ``monotonic``) off
-  its reset value at the end of a launch the owner ran to its end, unless the
-  next launch begins by resetting it (clean-before-use) or the owner's reset
-  is ordered after the last write through a flag sync; grouped per (owner,
-  region, launch), each group with the owner's wait on its first word
-  (MT202's hits, one per group).
+``stale_waits``: every completed wait_end that no write of its own launch can
+precede (each is later on the waiting core, or after a barrier the waiter had
+not reached) while an earlier launch wrote the word: the wait passed on that
+older value (MT201's hits).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
 from ingest.contract import Outcome
 
 from .._jit import kernel
-from . import _passes, _phases
+from . import _phases
 from ._cache import cached
-from ._reset_sync import reset_after_sync
 from ._words import words
 from ._words_table import Entries
-from .codes import K_END, K_WEND, K_WRITE, OP_SET
-from .regions import region_table
+from .codes import K_WEND
 from .stages import Stage
-
-
-class Resets(NamedTuple):
-    """Per region: its reset value, whether it has one, whether it only grows."""
-    reset: np.ndarray
-    has_reset: np.ndarray
-    monotonic: np.ndarray
 
 
 @kernel
@@ -66,165 +51,12 @@ def _stale_scan(lo, hi, table, rank, core, phase_all, waits, out):
                 out[j] = p
 
 
-@kernel
-def _unreset(table, resets, out):
-    # Per key run of the table: last entries of a launch off the reset value, unless excused by
-    # clean-before-use (the next launch's first write to the word, or any launch's, is the reset).
-    wck, lspan, wkind, wop, wvalue = table.ck, table.launch_span, table.kind, table.op, table.value
-    wafter, wlast, wregion = table.after, table.last, table.region
-    reset, has_reset, monotonic = resets
-    m = len(wck)
-
-    def clean_first(i):  # a launch's first write to the word is the owner's reset
-        return (i == 0 or wck[i] != wck[i - 1]) and wkind[i] == K_WRITE and wop[i] == OP_SET \
-            and wvalue[i] == reset[wregion[i]]
-
-    a = 0
-    while a < m:
-        b = a
-        anyclean = False
-        end = (wck[a] // lspan + 1) * lspan  # the key's entries: ck below the next key's
-        while b < m and wck[b] < end:
-            anyclean = anyclean or clean_first(b)
-            b += 1
-        for i in range(a, b):
-            r = wregion[i]
-            if not wlast[i] or not has_reset[r] or monotonic[r] or wafter[i] == reset[r]:
-                continue  # unknown (a put without a value) is off reset: nothing reset it
-            out[i] = not (clean_first(i + 1) if i + 1 < b else anyclean)
-        a = b
-
-
-_COUNTED_LAUNCHES = 1 << 16  # launch spans up to this are counting-sorted; wider ones (far-apart launch numbers) merge-sorted
-
-
-@kernel
-def _group_runs(idx, ck, lspan, words_per_rank, region, out, starts):
-    # idx ascends in table order, which sorts by key (owner, then word address) and then launch: a
-    # region is one address range, so each (owner, region) is one run of idx. Within a run the
-    # entries are ordered by launch, each launch's in table order (a counting sort where the launch
-    # span is small, as in every real trace; else a stable argsort of the run), and the run's groups
-    # are written out in order of their first entry. Returns the number of groups; starts[g] is
-    # where group g begins in out.
-    n = len(idx)
-    counted = lspan <= _COUNTED_LAUNCHES
-    slots = lspan if counted else 1
-    size = np.zeros(slots, np.int64)  # per launch of the current run: its entries
-    first = np.empty(slots, np.int64)  # ... its first entry (a position in idx)
-    fill = np.empty(slots, np.int64)  # ... where its next entry goes in out
-    count = 0
-    pos = 0
-    a = 0
-    while a < n:
-        owner, reg = ck[idx[a]] // lspan // words_per_rank, region[idx[a]]
-        b = a + 1  # (the owner's bounds as a product of ck's could overflow on far-apart launches)
-        while b < n and ck[idx[b]] // lspan // words_per_rank == owner and region[idx[b]] == reg:
-            b += 1
-        if counted:
-            for t in range(a, b):
-                launch = ck[idx[t]] % lspan
-                if size[launch] == 0:
-                    first[launch] = t
-                size[launch] += 1
-            used = np.flatnonzero(size)
-            for launch in used[np.argsort(first[used])]:
-                starts[count] = pos
-                count += 1
-                fill[launch] = pos
-                pos += size[launch]
-            for t in range(a, b):
-                launch = ck[idx[t]] % lspan
-                out[fill[launch]] = idx[t]
-                fill[launch] += 1
-            size[used] = 0
-        else:
-            launches = np.empty(b - a, np.int64)
-            for t in range(a, b):
-                launches[t - a] = ck[idx[t]] % lspan
-            order = np.argsort(launches, kind="mergesort")
-            lo = np.empty(b - a + 1, np.int64)  # each launch's bounds in order, and its first entry
-            firsts = np.empty(b - a, np.int64)
-            groups = 0
-            for t in range(b - a):
-                if t == 0 or launches[order[t]] != launches[order[t - 1]]:
-                    lo[groups] = t
-                    firsts[groups] = order[t]
-                    groups += 1
-            lo[groups] = b - a
-            for g in np.argsort(firsts[:groups]):
-                starts[count] = pos
-                count += 1
-                for t in range(lo[g], lo[g + 1]):
-                    out[pos] = idx[a + order[t]]
-                    pos += 1
-        a = b
-    return count
-
-
 @dataclass(frozen=True)
 class StaleWaits:
     """Completed waits satisfied by an earlier launch's value."""
 
     ends: np.ndarray  # the wait_end rows, ascending
     source: np.ndarray  # per wait_end: the word-table entry of the last earlier-launch write
-
-
-@dataclass(frozen=True)
-class Unreset:
-    """Words left off reset at the end of a launch, grouped per (owner, region, launch).
-
-    Group g's word-table entries (table order) are ``members[bounds[g]:bounds[g + 1]]``, the
-    groups in order of their first entry; ``wait_row[g]`` is the owner's last wait_end on the
-    group's first word in its launch (-1: it never waited on it): MT202 locates its hit there,
-    else at the first entry's row.
-    """
-
-    members: np.ndarray
-    bounds: np.ndarray  # groups + 1 offsets into members
-    owner: np.ndarray
-    region: np.ndarray
-    launch: np.ndarray
-    wait_row: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.owner)
-
-    def first(self) -> np.ndarray:
-        """Each group's first entry."""
-        return self.members[self.bounds[:-1]]
-
-    def key_rows(self, table) -> np.ndarray:
-        """The row each group's finding is keyed by: the owner's wait, else the first word's last write."""
-        return np.where(self.wait_row >= 0, self.wait_row, table.row[self.first()].astype(np.int64))
-
-
-def unreset_index(view) -> dict[tuple[int, int, int], tuple[tuple[int, int, int], np.ndarray]]:
-    """``unreset``'s groups by (owner rank, region id, launch) -> (the key MT202 gives the group's
-    finding, every word offset of the group): what the wait-for graph and the count rules cite."""
-    def build():
-        u, w = unreset(view), words(view)
-        rank, core, seq = view["rank"], view["core"], view["seq"]
-        wpr, base = view.manifest.words_per_rank, view.region_base
-        out = {}
-        rows = u.key_rows(w)
-        keys = zip(rank[rows].tolist(), core[rows].tolist(), seq[rows].tolist())
-        for g, key in enumerate(keys):
-            rest = w.key_of(u.members[u.bounds[g]:u.bounds[g + 1]]) % wpr
-            offsets = rest - base[np.searchsorted(base, rest, "right") - 1]
-            out[(int(u.owner[g]), int(u.region[g]), int(u.launch[g]))] = (key, offsets.astype(np.int64))
-        return out
-    return cached(view, "unreset_index", build, Stage.WORD_TABLE)
-
-
-def _by_group(idx: np.ndarray, w, words_per_rank: int) -> tuple[np.ndarray, np.ndarray]:
-    """The unreset entries ``idx`` (table order) per (owner, region, launch): (members, bounds), the
-    groups in order of their first entry, each group's entries in table order (millions of
-    entries: no key, owner or group-id array of their length, no sort of them all)."""
-    out = np.empty_like(idx)
-    starts = np.empty(len(idx) + 1, np.int64)
-    count = _group_runs(idx, w.ck, np.int64(w.lspan), np.int64(words_per_rank), w.region, out, starts)
-    starts[count] = len(idx)
-    return out, starts[:count + 1].copy()
 
 
 def stale_waits(view) -> StaleWaits:
@@ -255,69 +87,3 @@ def _stale_waits(view) -> StaleWaits:
     return StaleWaits(ends[found], out[found])
 
 
-def unreset(view) -> Unreset:
-    return cached(view, "unreset", lambda: _unreset_groups(view), Stage.WORD_TABLE)
-
-
-def _unreset_groups(view) -> Unreset:
-    none = np.zeros(0, np.int64)
-    empty = Unreset(none, np.zeros(1, np.int64), none, none, none, none)
-    if view.n == 0:
-        return empty
-    w = words(view)
-    if not len(w.row):
-        return empty
-    rt = region_table(view)
-    kind = view["kind"]
-    bad = np.zeros(len(w.row), bool)
-    _unreset(Entries.of(w), Resets(rt["reset"], rt["has_reset"], rt["monotonic"]), bad)
-    idx = np.flatnonzero(bad)
-    if not len(idx):
-        return empty
-    wpr = view.manifest.words_per_rank
-    keep = ~reset_after_sync(view, w, idx)
-    if not keep.all():  # usually all are kept: no copy of millions of entries then
-        idx = idx[keep]
-    if not len(idx):
-        return empty
-    members, bounds = _by_group(idx, w, wpr)
-    del idx, keep
-    firsts = members[bounds[:-1]]
-    # Only launches the owner ran to the end: one it never reached (stuck in an earlier
-    # launch, or stopped) has had no chance to consume and reset what peers sent it.
-    # A group is one (owner, launch): looked up per group, not per word, as (rank, launch) packed
-    # into one int64: no table of ranks x launches (launch numbers may lie 2^31 apart).
-    owner, offset = w.key_of(firsts) // wpr, w.launch_of(firsts) - w.lmin
-    ranks = int(view.manifest.ranks)
-    ends = np.flatnonzero(kind == K_END)
-    er, el = view["rank"][ends].astype(np.int64), view["launch"][ends].astype(np.int64) - w.lmin
-    ok = (er >= 0) & (er < ranks) & (el >= 0) & (el < w.lspan)
-    unfinished = [r * w.lspan + (L - w.lmin) for r, L in _passes.incomplete_launches(view)
-                  if 0 <= r < ranks and 0 <= L - w.lmin < w.lspan]
-    done = np.setdiff1d(er[ok] * w.lspan + el[ok], np.array(unfinished, np.int64))
-    inside = (owner >= 0) & (owner < ranks)
-    ran = inside & np.isin(np.where(inside, owner, 0) * w.lspan + offset, done)
-    if not ran.all():
-        members, bounds = _kept_groups(members, bounds, ran)
-        firsts = firsts[ran]
-        if not len(firsts):
-            return empty
-    # The owner's last wait_end on each group's first word, in its launch: it consumed, then did not reset.
-    wends = np.flatnonzero(kind == K_WEND)
-    eck = w.ckey(view.key[wends], view["launch"][wends])
-    eorder = np.argsort(eck, kind="stable")
-    eck, wends = eck[eorder], wends[eorder]
-    wait_row = np.full(len(firsts), -1, np.int64)
-    if len(wends):  # a trace may hold no completed wait at all
-        hi = np.searchsorted(eck, w.ck[firsts], "right")
-        waited = (hi > 0) & (eck[np.maximum(hi - 1, 0)] == w.ck[firsts])
-        wait_row[waited] = wends[hi[waited] - 1]
-    return Unreset(members, bounds, w.key_of(firsts) // wpr, w.region[firsts].astype(np.int64),
-                   w.launch_of(firsts).astype(np.int64), wait_row)
-
-
-def _kept_groups(members: np.ndarray, bounds: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The groups ``keep`` marks, as (members, bounds) again."""
-    sizes = np.diff(bounds)
-    kept = np.repeat(keep, sizes)
-    return members[kept], np.concatenate(([0], np.cumsum(sizes[keep])))

@@ -1,7 +1,7 @@
 """Stale counts and flags behind a hang: the stale-flag facts a stuck wait's explanation cites.
 
 What was never reset and which waits passed on a leftover are facts of the
-word table (``_stale``), decided once per view; a hang cites them by the keys
+word table (``_unreset``, ``_stale``), decided once per view; a hang cites them by the keys
 the stale-flag rules give their findings (MT202 per unreset group, MT201 per
 stale wait_end), so the graph reads no rule's hits and no finding's display.
 
@@ -18,7 +18,7 @@ from ingest.contract import Kind, Outcome
 
 from . import _stale
 from ._cache import cached
-from ._stale import unreset_index
+from ._unreset import unreset_index
 from .stages import Stage
 
 

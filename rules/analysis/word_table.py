@@ -5,7 +5,7 @@ where they fit, lexsort otherwise). What is decided from it: the flag-sync
 edge between a write and a later read (a wait that observed a value only a
 later write of the writer's rank could give), the data-race pairs (reads of a
 peer's memory with a write no barrier, quiet or flag orders), and the stale
-flags (``_stale``: waits a leftover satisfied, words left off reset).
+flags (``_stale``: waits a leftover satisfied; ``_unreset``: words left off reset).
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from . import _flag_edges, _race_pairs, _stale
+from . import _flag_edges, _race_pairs, _stale, _unreset
 from ._cache import cached
-from ._stale import StaleWaits, Unreset
+from ._stale import StaleWaits
+from ._unreset import Unreset
 from ._words import expand, words
 from ._words_table import Words
 from .stages import Stage
@@ -48,11 +49,11 @@ class WordTable:
 
     def unreset(self) -> Unreset:
         """Flag words left off reset at the end of a launch, per (owner, region, launch)."""
-        return _stale.unreset(self.view)
+        return _unreset.unreset(self.view)
 
     def not_reset(self) -> dict:
         """``unreset`` by (owner rank, region id, launch) -> (its MT202 key, every word offset)."""
-        return _stale.unreset_index(self.view)
+        return _unreset.unreset_index(self.view)
 
     def done_of(self, rows: np.ndarray, is_read: bool) -> np.ndarray:
         """The row where each access is done (its quiet, drain or own row; -1: not in the launch)."""
