@@ -14,6 +14,7 @@ from .analysis import codes as C
 from .analysis import regions as R
 from .analysis.groups import group_columns
 from .base import Family, Rule, Severity
+from .hit_columns import HitColumns, coded
 
 K_BEGIN, K_PUT, K_PUTSIG, K_GET, K_WRITE = C.K_BEGIN, C.K_PUT, C.K_PUTSIG, C.K_GET, C.K_WRITE
 K_SIGNAL, K_AMO = C.K_SIGNAL, C.K_AMO
@@ -165,24 +166,9 @@ class PutSourceReused(Rule):
         _same_core(trace.segments, kind, target, source, sourced, cover, out)
         self._cross_core(trace, order, sourced, source, target, out)
         rows = np.flatnonzero(out >= 0)
-        for g in H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows]):
-            r, p = int(g[0]), int(out[g[0]])
-            d, dp = trace.describe(r), trace.describe(p)
-            where = d.get("local_region") if d["kind"] == "get" else d.get("region")
-            at = d.get("local_offset") if d["kind"] == "get" else d.get("offset")
-            more = f"; {len(g)} such overwrites from this site" if len(g) > 1 else ""
-            if dp["core"] == d["core"]:
-                why = "before any quiet completes it"
-            else:
-                why = (f"(core {dp['core']}'s put) with no barrier ordering it after the put's quiet, nor "
-                       "before the put")
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} into {where}[{at}] at seq "
-                   f"{d['seq']} overwrites the source of the {dp['engine']} put to rank {dp['peer']} "
-                   f"{dp['region']}[{dp['offset']}] at seq {dp['seq']} {why}: the peer may receive the new "
-                   f"contents{more}")
-            cores = sorted({(d["rank"], d["core"]), (dp["rank"], dp["core"])})
-            yield self.hit(msg, rows=(("overwrite", r), ("put", p)), key=(d["rank"], d["core"], d["seq"]),
-                           rests_on=tuple(cores), extra={"overwrites": int(len(g))})
+        groups = H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows])
+        if groups:
+            yield _batch(self, trace, groups, out)
 
     @staticmethod
     def _cross_core(trace, order, sourced, source: Span, target: Span, out):
@@ -246,3 +232,59 @@ def _self_filled(trace, puts: np.ndarray, lreg: np.ndarray, writes: np.ndarray, 
     first = np.full(int(inv.max()) + 1, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(first, inv[:len(writes)], writes.astype(np.int64))
     return first[inv[len(writes):]] < puts
+
+
+def _batch(rule, trace, groups: list, out: np.ndarray) -> HitColumns:
+    """One typed member per (rank, core, launch, site) group: its first overwrite and the put whose source it hits."""
+    first = np.array([int(g[0]) for g in groups], np.int64)
+    put = out[first].astype(np.int64)
+    d = H.described(trace, first, ("rank", "core", "launch", "seq", "kind", "region", "offset", "local_region",
+                                   "local_offset"))
+    dp = H.described(trace, put, ("rank", "core", "engine", "peer", "region", "offset", "seq"))
+    get = [k == "get" for k in d["kind"]]  # a get overwrites at its local destination
+    columns, tables = {}, {}
+    for name, values in (*((n, d[n]) for n in ("rank", "core", "launch", "seq", "kind")),
+                         ("region", [lr if g else r for g, r, lr in zip(get, d["region"], d["local_region"])]),
+                         ("offset", [lo if g else o for g, o, lo in zip(get, d["offset"], d["local_offset"])]),
+                         *((f"put_{n}", dp[n]) for n in ("core", "engine", "peer", "region", "offset", "seq")),
+                         ("overwrites", [len(g) for g in groups]),
+                         ("rests_on", [tuple(sorted({(r, c), (pr, pc)}))
+                                       for r, c, pr, pc in zip(d["rank"], d["core"], dp["rank"], dp["core"])])):
+        columns[name], tables[name] = coded(values)
+    return HitColumns(code=rule.code, fields=SourceReused, render=_message, extra=_extra, columns=columns,
+                      tables=tables, roles=("overwrite", "put"), rows=np.stack((first, put), axis=1),
+                      key=np.stack([trace[c][first].astype(np.int64) for c in ("rank", "core", "seq")], axis=1))
+
+
+class SourceReused(NamedTuple):
+    """A site's first overwrite of a put's source before the put completed."""
+
+    rank: int
+    core: int
+    launch: int
+    seq: int
+    kind: str
+    region: str | None  # where it writes (a get's local destination)
+    offset: int | None
+    put_core: int  # the put whose source it overwrites
+    put_engine: str
+    put_peer: int
+    put_region: str
+    put_offset: int
+    put_seq: int
+    overwrites: int  # such overwrites from the site
+
+
+def _message(f: SourceReused) -> str:
+    more = f"; {f.overwrites} such overwrites from this site" if f.overwrites > 1 else ""
+    if f.put_core == f.core:
+        why = "before any quiet completes it"
+    else:
+        why = f"(core {f.put_core}'s put) with no barrier ordering it after the put's quiet, nor before the put"
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: {f.kind} into {f.region}[{f.offset}] at seq {f.seq} "
+            f"overwrites the source of the {f.put_engine} put to rank {f.put_peer} {f.put_region}[{f.put_offset}] "
+            f"at seq {f.put_seq} {why}: the peer may receive the new contents{more}")
+
+
+def _extra(f: SourceReused) -> dict:
+    return {"overwrites": f.overwrites}
