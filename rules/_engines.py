@@ -103,7 +103,7 @@ def site_hits(rule, trace, rows: np.ndarray, role: str, fields: type, render, at
         columns["confidence"], tables["confidence"] = coded(
             Confidence.CERTAIN if c else Confidence.INFERRED for c in np.asarray(certain)[first].tolist())
     columns["rests_on"], tables["rests_on"] = coded(((r, c),) for r, c in zip(described["rank"], described["core"]))
-    key = np.stack([trace[c][first].astype(np.int64) for c in ("rank", "core", "seq")], axis=1)
+    key = H.row_keys(trace, first)
     return [HitColumns(code=rule.code, fields=fields, render=render, extra=site_extra, columns=columns,
                        tables=tables, roles=(role, "last of the group"), rows=np.stack((first, last), axis=1),
                        key=key)]

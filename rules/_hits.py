@@ -125,3 +125,8 @@ def ev(trace, row: int) -> str:
     """Short 'rank r core c seq s' of a row, for messages."""
     row = int(row)
     return f"rank {int(trace['rank'][row])} core {int(trace['core'][row])} seq {int(trace['seq'][row])}"
+
+
+def row_keys(trace, rows: np.ndarray) -> np.ndarray:
+    """Each row's (rank, core, seq), the key of a hit there, as a (rows, 3) array: a batch's ``key``."""
+    return np.stack([trace[c][rows].astype(np.int64) for c in ("rank", "core", "seq")], axis=1)

@@ -83,7 +83,7 @@ def race_hits(rule, trace, words: WordTable, want_before: bool, render):
     columns["confidence"], tables["confidence"] = coded(
         Confidence.INFERRED if u and g is None else Confidence.CERTAIN for u, g in zip(unknown, gaps))
     rows = np.stack((read, write, ordered), axis=1).astype(np.int64)  # ordered: -1 where none
-    key = np.stack([trace[c][read].astype(np.int64) for c in ("rank", "core", "seq")], axis=1)
+    key = H.row_keys(trace, read)
     return [HitColumns(code=rule.code, fields=Race, render=render, extra=_extra, columns=columns, tables=tables,
                        roles=ROLES, rows=rows, key=key)]
 

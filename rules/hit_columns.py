@@ -217,3 +217,13 @@ def coded(values) -> tuple[np.ndarray, tuple]:
     index: dict = {}
     ids = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int64)
     return ids, tuple(index)
+
+
+def coded_columns(values) -> tuple[dict[str, np.ndarray], dict[str, tuple]]:
+    """Each ``(name, Python values)`` of ``values`` as ``coded`` codes it: the ``columns`` and ``tables``
+    of a batch whose members a rule worked out one by one (a few thousand at most: one per site)."""
+    columns: dict[str, np.ndarray] = {}
+    tables: dict[str, tuple] = {}
+    for name, column in values:
+        columns[name], tables[name] = coded(column)
+    return columns, tables

@@ -170,7 +170,7 @@ class FlagNotReset(Rule):
         owner, launch = u.owner.tolist(), u.launch.tolist()
         # A stale count's group, named by its hit's key, its region and launch.
         key_rows = u.key_rows(w)
-        keys = np.stack([trace[c][key_rows].astype(np.int64) for c in ("rank", "core", "seq")], axis=1)
+        keys = H.row_keys(trace, key_rows)
         key_list = [tuple(k) for k in keys.tolist()]
         why = [("late-put" if c else "stale-count" if s is not None else "not-reset") for c, s in zip(causes, stale)]
         caused_by = [c if c else (("MT202", key_list[s]),) if s is not None else () for c, s in zip(causes, stale)]

@@ -100,7 +100,7 @@ class WriteOutOfRegion(Rule):
         columns["region"], tables["region"] = coded(H.region_name(trace, r) for r in region.tolist())
         yield HitColumns(code=self.code, fields=OutOfRegion, render=_message, extra=_extra, columns=columns,
                          tables=tables, roles=("write",), rows=rows.astype(np.int64)[:, None],
-                         key=np.stack([trace[c][rows].astype(np.int64) for c in ("rank", "core", "seq")], axis=1),
+                         key=H.row_keys(trace, rows),
                          constant={"confidence": Confidence.CERTAIN})
 
 

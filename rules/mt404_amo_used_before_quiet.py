@@ -11,7 +11,7 @@ from ._jit import kernel
 from .analysis import HappensBefore, Stage
 from .analysis import codes as C
 from .base import Family, Rule, Severity
-from .hit_columns import HitColumns, coded
+from .hit_columns import HitColumns, coded_columns
 
 K_BEGIN, K_END, K_AMO = C.K_BEGIN, C.K_END, C.K_AMO
 K_SIGNAL, K_PUTSIG, K_WBEGIN, K_BBEGIN = C.K_SIGNAL, C.K_PUTSIG, C.K_WBEGIN, C.K_BBEGIN
@@ -115,16 +115,14 @@ class AmoUsedBeforeQuiet(Rule):
                                        "offset", "seq"))
         du = H.described(trace, used, ("kind", "seq"))
         peer = trace["peer"]
-        columns, tables = {}, {}
-        for name, values in (*d.items(), ("use_kind", du["kind"]), ("use_seq", du["seq"]),
-                             ("amos", [len(g) for g in groups]),
-                             ("peers", [tuple(sorted(set(peer[g].tolist()))) for g in groups]),
-                             ("rests_on", [((r, c),) for r, c in zip(d["rank"], d["core"])])):
-            columns[name], tables[name] = coded(values)
+        columns, tables = coded_columns((*d.items(), ("use_kind", du["kind"]), ("use_seq", du["seq"]),
+                                         ("amos", [len(g) for g in groups]),
+                                         ("peers", [tuple(sorted(set(peer[g].tolist()))) for g in groups]),
+                                         ("rests_on", [((r, c),) for r, c in zip(d["rank"], d["core"])])))
         yield HitColumns(code=self.code, fields=Unquieted, render=_message, extra=_extra, columns=columns,
                          tables=tables, roles=("unquieted amo", "use", "last amo of the group"),
                          rows=np.stack((first, used, last), axis=1),
-                         key=np.stack([trace[c][first].astype(np.int64) for c in ("rank", "core", "seq")], axis=1))
+                         key=H.row_keys(trace, first))
 
 
 class Unquieted(NamedTuple):

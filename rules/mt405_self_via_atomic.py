@@ -10,7 +10,7 @@ from . import _hits as H
 from .analysis import CoreScan, Stage
 from .analysis import codes as C
 from .base import Family, Rule, Severity
-from .hit_columns import HitColumns, coded
+from .hit_columns import HitColumns, coded_columns
 
 
 class SelfViaAtomic(Rule):
@@ -55,14 +55,12 @@ class SelfViaAtomic(Rule):
         first = np.array([int(g[0]) for g in groups], np.int64)
         opened = win[first].astype(np.int64)
         d = H.described(trace, first, tuple(f for f in SelfGet._fields if f not in ("window_seq", "gets")))
-        columns, tables = {}, {}
-        for name, values in (*d.items(), ("window_seq", trace["seq"][opened].tolist()),
-                             ("gets", [len(g) for g in groups]),
-                             ("rests_on", [((r, c),) for r, c in zip(d["rank"], d["core"])])):
-            columns[name], tables[name] = coded(values)
+        columns, tables = coded_columns((*d.items(), ("window_seq", trace["seq"][opened].tolist()),
+                                         ("gets", [len(g) for g in groups]),
+                                         ("rests_on", [((r, c),) for r, c in zip(d["rank"], d["core"])])))
         yield HitColumns(code=self.code, fields=SelfGet, render=_message, extra=_extra, columns=columns,
                          tables=tables, roles=("self get", "atomic add"), rows=np.stack((first, opened), axis=1),
-                         key=np.stack([trace[c][first].astype(np.int64) for c in ("rank", "core", "seq")], axis=1))
+                         key=H.row_keys(trace, first))
 
 
 class SelfGet(NamedTuple):

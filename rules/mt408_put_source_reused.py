@@ -14,7 +14,7 @@ from .analysis import codes as C
 from .analysis import regions as R
 from .analysis.groups import group_columns
 from .base import Family, Rule, Severity
-from .hit_columns import HitColumns, coded
+from .hit_columns import HitColumns, coded_columns
 
 K_BEGIN, K_PUT, K_PUTSIG, K_GET, K_WRITE = C.K_BEGIN, C.K_PUT, C.K_PUTSIG, C.K_GET, C.K_WRITE
 K_SIGNAL, K_AMO = C.K_SIGNAL, C.K_AMO
@@ -242,18 +242,16 @@ def _batch(rule, trace, groups: list, out: np.ndarray) -> HitColumns:
                                    "local_offset"))
     dp = H.described(trace, put, ("rank", "core", "engine", "peer", "region", "offset", "seq"))
     get = [k == "get" for k in d["kind"]]  # a get overwrites at its local destination
-    columns, tables = {}, {}
-    for name, values in (*((n, d[n]) for n in ("rank", "core", "launch", "seq", "kind")),
-                         ("region", [lr if g else r for g, r, lr in zip(get, d["region"], d["local_region"])]),
-                         ("offset", [lo if g else o for g, o, lo in zip(get, d["offset"], d["local_offset"])]),
-                         *((f"put_{n}", dp[n]) for n in ("core", "engine", "peer", "region", "offset", "seq")),
-                         ("overwrites", [len(g) for g in groups]),
-                         ("rests_on", [tuple(sorted({(r, c), (pr, pc)}))
-                                       for r, c, pr, pc in zip(d["rank"], d["core"], dp["rank"], dp["core"])])):
-        columns[name], tables[name] = coded(values)
+    region = [lr if g else r for g, r, lr in zip(get, d["region"], d["local_region"])]
+    offset = [lo if g else o for g, o, lo in zip(get, d["offset"], d["local_offset"])]
+    cores = [tuple(sorted({(r, c), (pr, pc)})) for r, c, pr, pc in zip(d["rank"], d["core"], dp["rank"], dp["core"])]
+    put_fields = ("core", "engine", "peer", "region", "offset", "seq")
+    columns, tables = coded_columns((*((n, d[n]) for n in ("rank", "core", "launch", "seq", "kind")),
+                                     ("region", region), ("offset", offset), *((f"put_{n}", dp[n]) for n in put_fields),
+                                     ("overwrites", [len(g) for g in groups]), ("rests_on", cores)))
     return HitColumns(code=rule.code, fields=SourceReused, render=_message, extra=_extra, columns=columns,
                       tables=tables, roles=("overwrite", "put"), rows=np.stack((first, put), axis=1),
-                      key=np.stack([trace[c][first].astype(np.int64) for c in ("rank", "core", "seq")], axis=1))
+                      key=H.row_keys(trace, first))
 
 
 class SourceReused(NamedTuple):

@@ -8,6 +8,7 @@ import numpy as np
 
 from ingest.contract import Kind
 
+from . import _hits as H
 from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
 from .hit_columns import HitColumns
@@ -66,7 +67,7 @@ class InvalidExpertId(Rule):
         yield HitColumns(code=self.code, fields=BadRoute, render=_message, extra=_extra, columns=columns,
                          nulls={name: trace.null(name) for name in _COLUMNS}, roles=("route",),
                          rows=rows.astype(np.int64)[:, None],
-                         key=np.stack([trace[c][rows].astype(np.int64) for c in ("rank", "core", "seq")], axis=1),
+                         key=H.row_keys(trace, rows),
                          constant={"num_experts": None if ne is None else int(ne),
                                    "sentinel": None if sentinel is None else int(sentinel),
                                    "ranks": int(trace.manifest.ranks), "confidence": Confidence.CERTAIN})

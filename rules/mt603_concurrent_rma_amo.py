@@ -13,7 +13,7 @@ from .analysis import HappensBefore, Stage
 from .analysis import codes as C
 from .analysis.groups import group_columns
 from .base import Family, Rule, Severity
-from .hit_columns import HitColumns, coded
+from .hit_columns import HitColumns, coded_columns
 
 K_BEGIN, K_AMO = C.K_BEGIN, C.K_AMO
 K_PUT, K_GET, K_PUTSIG = C.K_PUT, C.K_GET, C.K_PUTSIG
@@ -142,16 +142,15 @@ class ConcurrentRmaAmo(Rule):
         names = ("rank", "core", "launch", "kind", "peer", "region", "offset", "seq")
         d = H.described(trace, first, names)
         do = H.described(trace, other, ("rank", "core", "kind", "seq"))
-        columns, tables = {}, {}
-        for name, values in (*d.items(), ("engine", [E.Engine(int(t)).wire for t in transport[first].tolist()]),
-                             ("other_core", do["core"]), ("other_kind", do["kind"]), ("other_seq", do["seq"]),
-                             ("operations", [len(g) for g in groups]),
-                             ("rests_on", [tuple(sorted({(r, c), (ro, co)}))
-                                           for r, c, ro, co in zip(d["rank"], d["core"], do["rank"], do["core"])])):
-            columns[name], tables[name] = coded(values)
+        engine = [E.Engine(int(t)).wire for t in transport[first].tolist()]
+        cores = [tuple(sorted({(r, c), (ro, co)}))
+                 for r, c, ro, co in zip(d["rank"], d["core"], do["rank"], do["core"])]
+        columns, tables = coded_columns((*d.items(), ("engine", engine), ("other_core", do["core"]),
+                                         ("other_kind", do["kind"]), ("other_seq", do["seq"]),
+                                         ("operations", [len(g) for g in groups]), ("rests_on", cores)))
         return HitColumns(code=self.code, fields=Concurrent, render=_message, extra=_extra, columns=columns,
                           tables=tables, roles=("issued", "outstanding"), rows=np.stack((first, other), axis=1),
-                          key=np.stack([trace[c][first].astype(np.int64) for c in ("rank", "core", "seq")], axis=1))
+                          key=H.row_keys(trace, first))
 
     @staticmethod
     def _across_cores(trace, hb, transport, out):

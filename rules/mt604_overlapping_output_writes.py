@@ -20,7 +20,7 @@ from .analysis import codes as C
 from .analysis import regions as R
 from .analysis.groups import group_columns
 from .base import Family, Rule, Severity
-from .hit_columns import HitColumns, coded
+from .hit_columns import HitColumns, coded_columns
 
 K_WRITE, K_GET, K_PUT, K_PUTSIG = C.K_WRITE, C.K_GET, C.K_PUT, C.K_PUTSIG
 
@@ -147,15 +147,14 @@ def _batch(rule, trace, pairs: list) -> HitColumns:
     d = H.described(trace, write, ("rank", "core", "launch", "seq", "kind"))
     do = H.described(trace, other, ("core", "seq", "kind"))
     place = [trace.decode_key(k) for k in lo.tolist()]
-    columns, tables = {}, {}
-    for name, values in (*d.items(), ("other_core", do["core"]), ("other_seq", do["seq"]), ("other_kind", do["kind"]),
-                         ("owner", [p[0] for p in place]), ("region", [H.region_name(trace, p[1]) for p in place]),
-                         ("offset", [p[2] for p in place]), ("elements", elements.tolist()),
-                         ("rests_on", [((r, None),) for r in d["rank"]])):
-        columns[name], tables[name] = coded(values)
+    owner, region, offset = zip(*place)
+    columns, tables = coded_columns((*d.items(), ("other_core", do["core"]), ("other_seq", do["seq"]),
+                                     ("other_kind", do["kind"]), ("owner", owner),
+                                     ("region", [H.region_name(trace, r) for r in region]), ("offset", offset),
+                                     ("elements", elements.tolist()), ("rests_on", [((r, None),) for r in d["rank"]])))
     return HitColumns(code=rule.code, fields=Overlap, render=_message, extra=_extra, columns=columns, tables=tables,
                       roles=("write", "overlapping write"), rows=np.stack((write, other), axis=1),
-                      key=np.stack([trace[c][write].astype(np.int64) for c in ("rank", "core", "seq")], axis=1))
+                      key=H.row_keys(trace, write))
 
 
 class Overlap(NamedTuple):

@@ -86,7 +86,7 @@ class NonMteAmo(NamedTuple):
     dtype: str | None
     transport: str  # the engine it took
     mapped: bool  # the transport is the manifest's map's (else the event's engine)
-    how: str  # dtype: the event names the type; width: none, the region's element size says; abort: none, the trace ends there
+    how: str  # dtype: the event names the type; width: none, its region's element size says; abort: the trace ends
     element_bytes: int  # of the amo's region
     operations: int
 
