@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import Kind, Role
 
+from . import _hits as H
 from .analysis import Stage, WordTable
 from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 
 class CountOverCapacity(Rule):
@@ -54,25 +58,58 @@ class CountOverCapacity(Rule):
         words = ctx.stage(WordTable)
         if trace.n == 0:
             return
-        # (kind, the rows field, the other rank's field, how the excess reads)
-        for kind, rows, other, verb, excess_is in (
-                (Kind.COUNT, "value", "peer", "announced {n} rows to rank {o}", "rows over"),
-                (Kind.DELIVER, "delivered", "src_rank", "took {n} rows from rank {o}", "rows written past its segment")):
+        # (kind, the rows field, the other rank's field): a batch of typed hits per kind, one per event
+        # over capacity (a capacity set too low is one hit per count and deliver of every launch).
+        for kind, rows_field, other in ((Kind.COUNT, "value", "peer"), (Kind.DELIVER, "delivered", "src_rank")):
             sel = np.flatnonzero(trace["kind"] == int(kind))  # then their fields: no whole-trace copies
-            n = trace[rows][sel].astype(np.int64)
+            n = trace[rows_field][sel].astype(np.int64)
             cap = trace["capacity"][sel].astype(np.int64)
-            for r in sel[(cap != C.NULL32) & (n != trace.null(rows)) & (n > cap)]:
-                d = trace.describe(int(r))
-                excess = d[rows] - d["capacity"]
-                what = verb.format(n=d[rows], o=d[other])
-                msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {what} for local expert "
-                       f"{d['local_expert']}, capacity {d['capacity']} ({excess} {excess_is})")
-                stale = _stale_counters(trace, words, d["rank"], d["launch"]) if kind == Kind.DELIVER else ()
-                if stale:
-                    msg += " (its counter was not reset after the previous launch)"
-                yield self.hit(msg, rows=((kind.wire, int(r)),), key=(d["rank"], d["core"], d["seq"]),
-                               confidence=Confidence.CERTAIN, caused_by=tuple(("MT202", k) for k in stale),
-                               extra={"excess": excess, other: d[other], "local_expert": d["local_expert"]})
+            over = sel[(cap != C.NULL32) & (n != trace.null(rows_field)) & (n > cap)]
+            if not len(over):
+                continue
+            columns = {name: trace[name][over].astype(np.int64) for name in ("rank", "core", "launch", "local_expert",
+                                                                             "capacity")}
+            columns |= {"rows": trace[rows_field][over].astype(np.int64), "other": trace[other][over].astype(np.int64)}
+            stale: dict[tuple[int, int], tuple] = {}  # per (owner, launch): its counters MT202 found unreset
+            if kind == Kind.DELIVER:
+                for place in zip(columns["rank"].tolist(), columns["launch"].tolist()):
+                    if place not in stale:
+                        stale[place] = tuple(("MT202", k) for k in _stale_counters(trace, words, *place))
+            causes = [stale.get(place, ()) for place in zip(columns["rank"].tolist(), columns["launch"].tolist())]
+            extra_columns, tables = coded_columns((("caused_by", causes), ("stale", [bool(c) for c in causes])))
+            yield HitColumns(code=self.code, fields=OverCapacity, render=_message, extra=_extra,
+                             columns=columns | extra_columns, tables=tables, roles=(kind.wire,),
+                             rows=over.astype(np.int64)[:, None], key=H.row_keys(trace, over),
+                             constant={"kind": kind.wire, "confidence": Confidence.CERTAIN})
+
+
+class OverCapacity(NamedTuple):
+    """A count announced, or a delivery taken, over its receive capacity."""
+
+    rank: int
+    core: int
+    launch: int
+    kind: str  # count (the sender's announcement) or deliver (the receiver's take)
+    rows: int
+    other: int  # the rank the count goes to, or the rank the rows came from
+    local_expert: int
+    capacity: int
+    stale: bool  # a deliver whose counter MT202 found left unreset by the launch before
+
+
+def _message(f: OverCapacity) -> str:
+    if f.kind == "count":
+        what, excess = f"announced {f.rows} rows to rank {f.other}", "rows over"
+    else:
+        what, excess = f"took {f.rows} rows from rank {f.other}", "rows written past its segment"
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: {what} for local expert {f.local_expert}, capacity "
+            f"{f.capacity} ({f.rows - f.capacity} {excess})"
+            + (" (its counter was not reset after the previous launch)" if f.stale else ""))
+
+
+def _extra(f: OverCapacity) -> dict:
+    return {"excess": f.rows - f.capacity, "peer" if f.kind == "count" else "src_rank": f.other,
+            "local_expert": f.local_expert}
 
 
 def _stale_counters(trace, words: WordTable, owner: int, launch: int) -> list[tuple]:
