@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from . import _hits as H
 from .analysis import Producers, Stage
 from .base import Confidence, Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 
 class CountNotEncoded(Rule):
@@ -44,22 +48,49 @@ class CountNotEncoded(Rule):
 
     def check(self, trace, ctx):
         rc = ctx.stage(Producers).raw_counts()
-        regions = trace.manifest.regions
-        for row, never in zip(rc.rows.tolist(), rc.never.tolist()):
-            d = trace.describe(row)
-            reg = int(trace["region"][row])
-            enc = rc.encoded_by.get(reg, np.zeros(0, np.int64))
-            where = f"{regions[reg].name}[{d['offset']}] of rank {d['peer']}"
-            if never:
-                why = "a wait polls that word with != 0, so 0 reads as 'not written yet' and never releases it"
-            else:
-                why = f"it decodes as {-d['value'] - 1} rows"
-            others = (f"; the other counts into {regions[reg].name} are encoded -n-1 "
-                      f"({len(enc)} writes <= -1)") if len(enc) else ""
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['kind']} stored the count "
-                   f"{d['value']} raw into {where}: {why}{others}; store -n-1")
-            rows = (("raw count", row),) + ((("an encoded count", int(enc[0])),) if len(enc) else ())
-            conf = Confidence.CERTAIN if never else Confidence.INFERRED
-            yield self.hit(msg, rows=rows, key=(d["rank"], d["core"], d["seq"]), confidence=conf,
-                           rests_on=((d["rank"], d["core"]),),
-                           defect="count-stored-raw", extra={"peer": d["peer"], "value": d["value"], "encoded_writes": int(len(enc))})
+        rows = rc.rows.astype(np.int64)
+        if not len(rows):
+            return
+        region = trace["region"][rows].astype(np.int64)
+        encoded = [rc.encoded_by.get(r, np.zeros(0, np.int64)) for r in region.tolist()]
+        d = H.described(trace, rows, ("rank", "core", "launch", "kind", "value", "peer", "offset"))
+        columns, tables = coded_columns((
+            *d.items(), ("region", [trace.manifest.regions[r].name for r in region.tolist()]),
+            ("never", rc.never.tolist()), ("encoded", [len(e) for e in encoded]),
+            ("confidence", [Confidence.CERTAIN if n else Confidence.INFERRED for n in rc.never.tolist()]),
+            ("rests_on", [((r, c),) for r, c in zip(d["rank"], d["core"])])))
+        first_encoded = np.array([int(e[0]) if len(e) else -1 for e in encoded], np.int64)
+        yield HitColumns(code=self.code, fields=RawCount, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=("raw count", "an encoded count"),
+                         rows=np.stack((rows, first_encoded), axis=1), key=H.row_keys(trace, rows),
+                         constant={"defect": "count-stored-raw"})
+
+
+class RawCount(NamedTuple):
+    """A count stored raw (n) where its readers decode -n-1."""
+
+    rank: int
+    core: int
+    launch: int
+    kind: str
+    value: int
+    peer: int
+    offset: int
+    region: str
+    never: bool  # the written 0 is polled with != 0: it can never release the poll
+    encoded: int  # the region's other counts written encoded (<= -1)
+
+
+def _message(f: RawCount) -> str:
+    if f.never:
+        why = "a wait polls that word with != 0, so 0 reads as 'not written yet' and never releases it"
+    else:
+        why = f"it decodes as {-f.value - 1} rows"
+    others = (f"; the other counts into {f.region} are encoded -n-1 ({f.encoded} writes <= -1)"
+              if f.encoded else "")
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: {f.kind} stored the count {f.value} raw into "
+            f"{f.region}[{f.offset}] of rank {f.peer}: {why}{others}; store -n-1")
+
+
+def _extra(f: RawCount) -> dict:
+    return {"peer": f.peer, "value": f.value, "encoded_writes": f.encoded}
