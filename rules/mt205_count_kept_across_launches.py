@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
 from . import _hits as H
 from .analysis import Producers, Stage
 from .base import Confidence, Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 
 class CountKeptAcrossLaunches(Rule):
@@ -50,22 +55,59 @@ class CountKeptAcrossLaunches(Rule):
         for row, k in sorted(ctx.stage(Producers).kept_counts().items()):
             rank = int(trace["rank"][row])
             seen.setdefault((rank, k.launch), []).append(k)
-        regions = trace.manifest.regions
-        for (rank, launch), ks in sorted(seen.items()):
-            k = ks[0]
-            d, w = trace.describe(k.wait), trace.describe(k.write)
-            name = regions[int(trace["region"][k.wait])].name
-            words = sorted({int(trace["offset"][x.wait]) for x in ks})
-            msg = (f"rank {rank} core {d['core']} launch {launch}: polls {name}[{d['offset']}] != 0, but the word "
-                   f"still holds what rank {w['rank']} wrote in launch {k.written} ({w['kind']} {w['value']}): "
-                   f"nothing cleaned it in launch {launch - 1} or {launch}, so the poll reads a count from "
-                   f"{launch - k.written} launches ago; {len(words)} word(s) of {name} kept so")
-            # "Nothing cleaned it" is an absence: any rank may clean the word, in either launch, so
-            # a gap in those launches anywhere may hold the clean (a ring wrap, a missing dump).
-            everyone = range(trace.manifest.ranks)
-            gap = (H.launch_gap(trace, everyone, launch - 1) or H.launch_gap(trace, everyone, launch)) \
-                if trace.partial else None
-            yield self.hit(msg, rows=(("poll satisfied by the kept count", k.wait), ("the kept write", k.write)),
-                           key=(rank, d["core"], d["seq"]), confidence=Confidence.INFERRED, gap=gap,
-                           rests_on=((rank, d["core"]),),
-                           extra={"words": words, "written_in_launch": k.written})
+        if not seen:
+            return
+        # One member per (rank, launch): its first kept count's poll and the write it still holds.
+        groups = sorted(seen.items())
+        poll = np.array([ks[0].wait for _, ks in groups], np.int64)
+        write = np.array([ks[0].write for _, ks in groups], np.int64)
+        d = H.described(trace, poll, ("rank", "core", "offset"))
+        dw = H.described(trace, write, ("rank", "kind", "value"))
+        regions, region, offset = trace.manifest.regions, trace["region"], trace["offset"]
+        launch = [L for (_, L), _ in groups]
+        gaps = [_gap(trace, L) for L in launch]
+        columns, tables = coded_columns((
+            *d.items(), ("launch", launch), ("region", [regions[int(region[p])].name for p in poll.tolist()]),
+            ("writer_rank", dw["rank"]), ("writer_kind", dw["kind"]), ("writer_value", dw["value"]),
+            ("written", [ks[0].written for _, ks in groups]),
+            ("words", [tuple(sorted({int(offset[x.wait]) for x in ks})) for _, ks in groups]),
+            ("gap", gaps), ("rests_on", [((r, c),) for r, c in zip(d["rank"], d["core"])])))
+        yield HitColumns(code=self.code, fields=KeptCount, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=("poll satisfied by the kept count", "the kept write"),
+                         rows=np.stack((poll, write), axis=1), key=H.row_keys(trace, poll),
+                         constant={"confidence": Confidence.INFERRED})
+
+
+def _gap(trace, launch: int) -> str | None:
+    """"Nothing cleaned it" is an absence: any rank may clean the word, in either launch, so a gap in
+    those launches anywhere may hold the clean (a ring wrap, a missing dump)."""
+    if not trace.partial:
+        return None
+    everyone = range(trace.manifest.ranks)
+    return H.launch_gap(trace, everyone, launch - 1) or H.launch_gap(trace, everyone, launch)
+
+
+class KeptCount(NamedTuple):
+    """A poll of a count word that still holds an earlier launch's count."""
+
+    rank: int
+    core: int
+    offset: int
+    launch: int
+    region: str
+    writer_rank: int  # the write it still holds
+    writer_kind: str
+    writer_value: int
+    written: int  # the launch of that write
+    words: tuple  # the offsets of the rank's words kept so in the launch
+
+
+def _message(f: KeptCount) -> str:
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: polls {f.region}[{f.offset}] != 0, but the word still "
+            f"holds what rank {f.writer_rank} wrote in launch {f.written} ({f.writer_kind} {f.writer_value}): "
+            f"nothing cleaned it in launch {f.launch - 1} or {f.launch}, so the poll reads a count from "
+            f"{f.launch - f.written} launches ago; {len(f.words)} word(s) of {f.region} kept so")
+
+
+def _extra(f: KeptCount) -> dict:
+    return {"words": list(f.words), "written_in_launch": f.written}
