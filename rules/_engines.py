@@ -86,7 +86,7 @@ def site_hits(rule, trace, rows: np.ndarray, role: str, fields: type, render, at
     and ``operations``, the group's size; ``certain``: per row, certain or else inferred (all
     certain where None). ``render`` words a member's message (``per_site`` adds the count),
     ``site_extra`` is its extra."""
-    groups = H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows])
+    groups = H.by_site(trace, rows)
     if not groups:
         return []
     at_rows = at_rows or {}

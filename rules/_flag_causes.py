@@ -27,10 +27,11 @@ def late_puts(trace, order: HappensBefore, group: np.ndarray, written: np.ndarra
     out: list[tuple] = [()] * count
     if not len(written):
         return out
-    flags = order.put_flag()[written] if (trace["kind"][written] == C.K_PUT).any() else None
-    if flags is None:
+    put = trace["kind"][written] == C.K_PUT
+    if not put.any():
         return out
-    late = (trace["kind"][written] == C.K_PUT) & (flags >= 0)
+    flags = order.put_flag()[written]
+    late = put & (flags >= 0)
     every = np.bincount(group, weights=~late, minlength=count) == 0  # no word of it written otherwise
     if not every.any():
         return out

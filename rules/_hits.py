@@ -30,6 +30,11 @@ def groups(rows: np.ndarray, *ident: np.ndarray) -> list[np.ndarray]:
     return [parts[g] for g in np.argsort(first, kind="stable")]
 
 
+def by_site(trace, rows: np.ndarray) -> list[np.ndarray]:
+    """``groups`` of ``rows`` per (rank, core, launch, call site): one misused site is one root."""
+    return groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows])
+
+
 def group_heads(rows: np.ndarray, *ident: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``groups``' groups as each one's first row and its size, in the same order: for a rule that
     names only those, no array per group."""

@@ -161,7 +161,7 @@ class FlagNotReset(Rule):
         offsets = _split(_offsets(trace, w, u.members[named]), np.minimum(sizes, _SHOW))
         value, value_edges = distinct_per_group(w.after, u.members, u.bounds)
         values = [_shown_values(v) for v in _split(value, np.diff(value_edges))]
-        first_rows = w.row[u.members[u.bounds[:-1]]].astype(np.int64)
+        first_rows = w.row[u.first()].astype(np.int64)
         writer = H.described(trace, first_rows, ("rank", "core", "seq", "kind"))
         gaps = _gaps(trace, u, of_written, written)
         regions = [H.region_name(trace, r) for r in range(len(trace.manifest.regions))]

@@ -105,7 +105,7 @@ class AmoUsedBeforeQuiet(Rule):
               int(trace.manifest.ranks), ctx.stage(HappensBefore).completed_at(), use)
         amos = np.flatnonzero(use >= 0)
         # One hit per (rank, core, launch, amo site): a loop of amos missing one quiet is one root.
-        groups = H.groups(amos, trace["rank"][amos], trace["core"][amos], trace["launch"][amos], trace["site"][amos])
+        groups = H.by_site(trace, amos)
         if not groups:
             return
         first = np.array([int(g[0]) for g in groups], np.int64)

@@ -166,7 +166,7 @@ class PutSourceReused(Rule):
         _same_core(trace.segments, kind, target, source, sourced, cover, out)
         self._cross_core(trace, order, sourced, source, target, out)
         rows = np.flatnonzero(out >= 0)
-        groups = H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows])
+        groups = H.by_site(trace, rows)
         if groups:
             yield _batch(self, trace, groups, out)
 

@@ -131,7 +131,7 @@ class ConcurrentRmaAmo(Rule):
         if int(trace.manifest.cores) > 1:
             self._across_cores(trace, hb, transport, out)
         rows = np.flatnonzero(out >= 0)
-        groups = H.groups(rows, trace["rank"][rows], trace["core"][rows], trace["launch"][rows], trace["site"][rows])
+        groups = H.by_site(trace, rows)
         if groups:
             yield self._batch(trace, groups, out, transport)
 
