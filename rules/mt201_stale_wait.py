@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
 from . import _hits as H
 from .analysis import CoreScan, Stage, WordTable
 from .analysis import codes as C
 from .base import Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 
 class StaleWait(Rule):
@@ -15,8 +20,10 @@ class StaleWait(Rule):
         For every wait_end that completed (outcome not timeout), looks at the
         writes of the same launch to the waited word (its first word). If
         none of them can precede the wait_end (each is later on the waiting
-        core itself, or issued after a barrier of scope all that the waiter
-        had not reached yet) while an earlier launch did write the word, the
+        core itself, issued after a barrier of scope all that the waiter had
+        not reached yet, or issued after its writer waited on a flag whose
+        value needed a write made after the wait_end) while an earlier
+        launch did write the word, the
         wait was satisfied by that older value. The hit names the wait and
         the last earlier-launch write. Where the launch is not whole on any
         rank (ring wrap, a cut start, a missing dump), this launch's write
@@ -39,7 +46,8 @@ class StaleWait(Rule):
 
     Evidence
         The wait_end (first), its wait_begin, and the earlier-launch write
-        whose value it saw.
+        whose value it saw. Flags are asked only where the word's leftover
+        value is the one the wait observed.
     """
 
     code = "MT201"
@@ -56,32 +64,69 @@ class StaleWait(Rule):
             return
         words = ctx.stage(WordTable)
         w, stale = words.table, words.stale_waits()
-        _, e2b = ctx.stage(CoreScan).wait_pairs()
-        everyone = tuple((r, None) for r in range(trace.manifest.ranks))  # a write may come from any rank
-        not_reset = words.not_reset() if len(stale.ends) else {}  # built only where a wait is stale
-        for e, src in zip(stale.ends.tolist(), stale.source.tolist()):
-            b = int(e2b[e])
-            d, ds = trace.describe(e), trace.describe(int(w.row[src]))
-            want = ""
-            if b >= 0:
-                db = trace.describe(b)
-                want = f" {db['cmp']} {db['value']}"
-            held = int(w.after[src])
-            held_s = "unknown" if held == C.NULL64 else str(held)
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: wait on {d['region']}[{d['offset']}]"
-                   f"{want} was satisfied (observed {d['observed']}) with no write of launch {d['launch']} before "
-                   f"it; the word still held {held_s} from rank {ds['rank']}'s {ds['kind']} in launch "
-                   f"{ds['launch']} (seq {ds['seq']}), never reset")
-            rows = [("stale wait_end", e)] + ([("wait_begin", b)] if b >= 0 else []) + \
-                [("earlier write", int(w.row[src]))]
-            # "No write of this launch before it" is an absence, and a one-sided write may come
-            # from any rank: from one whose launch is not whole too, even one the trace never shows
-            # writing the word (a core cut before its first write of it, a missing dump).
-            gap = H.launch_gap(trace, range(trace.manifest.ranks), int(d["launch"])) if trace.partial else None
-            weak = H.weakened(msg, gap) if gap else {"message": msg}
-            yield self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak, rests_on=everyone,
-                           caused_by=_left_set(trace, not_reset, int(trace.key[e]), int(ds["launch"])),
-                           extra={"observed": d["observed"], "written_launch": ds["launch"]})
+        if not len(stale.ends):
+            return
+        ends = stale.ends.astype(np.int64)
+        begins = ctx.stage(CoreScan).wait_pairs()[1][ends].astype(np.int64)
+        writes = w.row[stale.source].astype(np.int64)
+        d = H.described(trace, ends, ("rank", "core", "seq", "launch", "region", "offset", "observed"))
+        has_begin = begins >= 0
+        db = H.described(trace, np.where(has_begin, begins, ends), ("cmp", "value"))
+        dw = H.described(trace, writes, ("rank", "kind", "launch", "seq"))
+        held = [None if v == C.NULL64 else v for v in w.after[stale.source].tolist()]
+        not_reset = words.not_reset()
+        keys = trace.key[ends].tolist()
+        # "No write of this launch before it" is an absence, and a one-sided write may come
+        # from any rank: from one whose launch is not whole too, even one the trace never shows
+        # writing the word (a core cut before its first write of it, a missing dump).
+        everyone = range(trace.manifest.ranks)
+        gaps = [H.launch_gap(trace, everyone, L) if trace.partial else None for L in d["launch"]]
+        columns, tables = coded_columns((
+            *((name, d[name]) for name in ("rank", "core", "launch", "region", "offset", "observed")),
+            ("cmp", [c if b else None for c, b in zip(db["cmp"], has_begin.tolist())]),
+            ("target", [v if b else None for v, b in zip(db["value"], has_begin.tolist())]),
+            ("held", held), ("writer_rank", dw["rank"]), ("writer_kind", dw["kind"]),
+            ("written", dw["launch"]), ("writer_seq", dw["seq"]), ("by_flags", stale.by_flags.tolist()),
+            ("gap", gaps),
+            ("caused_by", [_left_set(trace, not_reset, k, L) for k, L in zip(keys, dw["launch"])])))
+        yield HitColumns(code=self.code, fields=LeftoverSeen, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=("stale wait_end", "wait_begin", "earlier write"),
+                         rows=np.stack((ends, begins, writes), axis=1), key=H.row_keys(trace, ends),
+                         constant={"rests_on": tuple((r, None) for r in everyone)})
+
+
+class LeftoverSeen(NamedTuple):
+    """A completed wait whose launch wrote its word only after it: it saw an earlier launch's value."""
+
+    rank: int
+    core: int
+    launch: int
+    region: str
+    offset: int
+    observed: int | None
+    cmp: str | None  # the wait_begin's comparison (None: its begin is not in the trace)
+    target: int | None
+    held: int | None  # the word's value after the earlier launch's last write (None: unknown)
+    writer_rank: int  # that write
+    writer_kind: str
+    written: int  # its launch
+    writer_seq: int
+    by_flags: bool  # a write of this launch is ordered after the wait by flags alone
+
+
+def _message(f: LeftoverSeen) -> str:
+    want = f" {f.cmp} {f.target}" if f.cmp is not None else ""
+    held = "unknown" if f.held is None else str(f.held)
+    how = (f" (its writes of launch {f.launch} wait on flags that were set only after this wait)"
+           if f.by_flags else "")
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: wait on {f.region}[{f.offset}]{want} was satisfied "
+            f"(observed {f.observed}) with no write of launch {f.launch} before it{how}; the word still held "
+            f"{held} from rank {f.writer_rank}'s {f.writer_kind} in launch {f.written} (seq {f.writer_seq}), "
+            f"never reset")
+
+
+def _extra(f: LeftoverSeen) -> dict:
+    return {"observed": f.observed, "written_launch": f.written}
 
 
 def _left_set(trace, not_reset: dict, key: int, launch: int) -> tuple:

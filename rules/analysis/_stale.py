@@ -6,9 +6,16 @@ once per view so the graph never reads a rule's hits; the other, the words left
 off reset, is ``_unreset``'s.
 
 ``stale_waits``: every completed wait_end that no write of its own launch can
-precede (each is later on the waiting core, or after a barrier the waiter had
-not reached) while an earlier launch wrote the word: the wait passed on that
-older value (MT201's hits).
+precede (each is later on the waiting core, after a barrier the waiter had
+not reached, or after a flag that itself needed a write made after the wait:
+``_flag_edges``) while an earlier launch wrote the word: the wait passed on
+that older value (MT201's hits).
+
+The flags are asked last and for few waits: only where the value the word held
+from the earlier launch is the one the wait observed (or either is unknown),
+and no write of the launch comes before the wait in program order or barrier
+phase. In a protocol that resets its flags, or compares a generation, the old
+value never is what the wait observed, so the flag search is not run at all.
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ from ingest.contract import Outcome
 
 from .._jit import kernel
 from . import _phases
+from . import codes as C
 from ._cache import cached
+from ._flag_edges import DEPTH, flag_order
 from ._words import words
 from ._words_table import Entries
 from .codes import K_WEND
@@ -57,6 +66,7 @@ class StaleWaits:
 
     ends: np.ndarray  # the wait_end rows, ascending
     source: np.ndarray  # per wait_end: the word-table entry of the last earlier-launch write
+    by_flags: np.ndarray  # per wait_end: a write of its launch is ordered after it by flags alone
 
 
 def stale_waits(view) -> StaleWaits:
@@ -64,7 +74,7 @@ def stale_waits(view) -> StaleWaits:
 
 
 def _stale_waits(view) -> StaleWaits:
-    empty = StaleWaits(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    empty = StaleWaits(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))
     if view.n == 0:
         return empty
     kind = view["kind"]
@@ -83,7 +93,36 @@ def _stale_waits(view) -> StaleWaits:
     phase_all, _ = _phases.phases(view)
     out = np.full(len(ends), -1, np.int64)
     _stale_scan(lo, hi, Entries.of(w), view["rank"], view["core"], phase_all, (ends, ekey), out)
+    flagged = _after_flags(view, w, ends, ekey, lo, hi, out, phase_all)
     found = out >= 0
-    return StaleWaits(ends[found], out[found])
+    return StaleWaits(ends[found], out[found], flagged[found])
+
+
+def _after_flags(view, w, ends, ekey, lo, hi, out, phase_all) -> np.ndarray:
+    """Marks stale (in ``out``) the waits whose launch's writes the scan leaves unordered with them
+    but that flags order after them; returns which waits were found so."""
+    flagged = np.zeros(len(ends), bool)
+    prev = lo - 1
+    has_prev = (prev >= 0) & (out < 0) & (hi > lo)
+    has_prev[has_prev] = w.key_of(prev[has_prev]) == ekey[has_prev]
+    held = w.after[np.maximum(prev, 0)]
+    observed = view["observed"][ends]
+    maybe = np.flatnonzero(has_prev & ((held == C.NULL64) | (observed == C.NULL64) | (observed == held)))
+    if not len(maybe):
+        return flagged
+    order = flag_order(view)
+    rank, core = view["rank"], view["core"]
+    for j in maybe.tolist():
+        e = int(ends[j])
+        writes = w.row[lo[j]:hi[j]].astype(np.int64)
+        # The scan's test, inverted: the writes it let precede the wait. Flags must order each after it.
+        unordered = writes[~(((writes > e) & (rank[writes] == rank[e]) & (core[writes] == core[e]))
+                             | (w.phase[lo[j]:hi[j]] > phase_all[e]))]
+        listed = unordered.tolist()
+        # A write that plainly happens before the wait (a barrier phase, another core's earlier
+        # core barrier) answers at once; only the rest cost a search through flags.
+        if not any(order.direct(x, e) for x in listed) and all(order.before(e, x, DEPTH) for x in listed):
+            out[j], flagged[j] = prev[j], True
+    return flagged
 
 
