@@ -102,7 +102,7 @@ class Tables:
          self.w_rank, self.w_core, self.w_launch, self.w_skey, ordered) = _select_writes(
             WriteColumns(*(t[c] for c in WriteColumns._fields)),
             SlotLayout(wanted, elem, self.sw, self.nslots, self.slot_base, np.int64(self.slots_per_rank), _REMOTE),
-            np.int64(t.null("peer")), np.int64(t.null("value")), self._waited_slots(wanted), np.int64(widest(t)))
+            np.int64(t.null("peer")), np.int64(t.null("value")), self._waited_slots(wanted, elem), np.int64(widest(t)))
         # Index 1: by slot, then launch, then row (a stable history per slot).
         # Rows ascending in table order (no put_signal's signal half appended): a stable
         # sort on the composite key is the lexsort's order, at a third of its cost.
@@ -146,9 +146,13 @@ class Tables:
         lo, hi = np.searchsorted(keys, [k, k + 1])
         return order[lo:hi]
 
-    def _waited_slots(self, wanted: np.ndarray) -> np.ndarray:
-        """Sorted slot keys of the first and last word every wait_begin on a wanted region covers."""
+    def _waited_slots(self, wanted: np.ndarray, elem: np.ndarray) -> np.ndarray:
+        """Sorted slot keys of the first and last word every wait_begin on a wanted region covers;
+        none where no write can be wider than ``widest`` slots, the only writes that ask for them
+        (a write's slots are at most its words: ``nbytes`` over the smallest element)."""
         t = self.trace
+        if not t.n or int(t["nbytes"].max()) // max(int(elem.min()), 1) < widest(t):
+            return np.zeros(0, np.int64)
         wb = np.flatnonzero(t["kind"] == Kind.WAIT_BEGIN)
         reg = t["region"][wb].astype(np.int64)
         ok = (reg >= 0) & (reg < len(wanted))
