@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _engines as E
 from . import _hits as H
-from ._jit import kernel
+from . import _source_reuse as K
 from .analysis import HappensBefore, Stage
 from .analysis import codes as C
 from .analysis import regions as R
@@ -19,78 +19,6 @@ from .hit_columns import HitColumns, coded_columns
 K_BEGIN, K_PUT, K_PUTSIG, K_GET, K_WRITE = C.K_BEGIN, C.K_PUT, C.K_PUTSIG, C.K_GET, C.K_WRITE
 K_SIGNAL, K_AMO = C.K_SIGNAL, C.K_AMO
 NULL16, NULL64 = C.NULL16, C.NULL64
-
-
-class Span(NamedTuple):
-    """Per row, the words [lo, hi) of ``region`` it reads (a put's source) or writes (-1: none)."""
-    region: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-
-
-class Sorted(NamedTuple):
-    """Puts or overwrites sorted by (bucket, lo): their (rank, launch, region) bucket, words, core and
-    core barrier phase."""
-    bucket: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    core: np.ndarray
-    phase: np.ndarray
-
-
-@kernel
-def _same_core(seg, kind, target, source, sourced, cover, out):
-    # Per core, in program order: the sourced puts still outstanding (no quiet has completed them
-    # yet); an overwrite of their source words before that quiet is a hit. The list grows as it
-    # must: a cap would drop the oldest put, and a refill of its source would go unseen.
-    treg, tlo, thi = target
-    lreg, slo, shi = source
-    for s in range(len(seg) - 1):
-        rows = np.empty(64, np.int64)
-        n = 0
-        for i in range(seg[s], seg[s + 1]):
-            if kind[i] == K_BEGIN:
-                n = 0
-                continue
-            if treg[i] >= 0 and n:
-                keep = 0
-                for j in range(n):
-                    p = rows[j]
-                    if cover[p] >= 0 and cover[p] < i:
-                        continue  # completed: its source is free again
-                    rows[keep] = p
-                    keep += 1
-                    if out[i] < 0 and lreg[p] == treg[i] and slo[p] < thi[i] and tlo[i] < shi[p]:
-                        out[i] = p
-                n = keep
-            if sourced[i]:
-                if n == len(rows):
-                    bigger = np.empty(2 * n, np.int64)
-                    bigger[:n] = rows
-                    rows = bigger
-                rows[n] = i
-                n += 1
-
-
-@kernel
-def _cross_core(puts, pmax, pcov, writes, out_p):
-    # Puts sorted by (bucket, source start), pmax the running maximum of their source ends per
-    # bucket, pcov the phase of their quiet; overwrites sorted by (bucket, start). A put pairs with
-    # an overwrite of another core of its rank when their words meet and no barrier orders the
-    # overwrite before the put or after the put's quiet: the overwrite's phase lies in
-    # [put phase, quiet phase].
-    pb, plo, phi, pcore, pph = puts
-    wb, wlo, whi, wcore, wph = writes
-    lo = 0
-    for w in range(len(wb)):
-        while lo < len(pb) and (pb[lo] < wb[w] or (pb[lo] == wb[w] and pmax[lo] <= wlo[w])):
-            lo += 1
-        j = lo
-        while j < len(pb) and pb[j] == wb[w] and plo[j] < whi[w]:
-            if phi[j] > wlo[w] and pcore[j] != wcore[w] and pph[j] <= wph[w] and wph[w] <= pcov[j]:
-                out_p[w] = j
-                break
-            j += 1
 
 
 class PutSourceReused(Rule):
@@ -143,81 +71,93 @@ class PutSourceReused(Rule):
         kind = trace["kind"]
         if trace.n == 0 or not ((kind == K_PUT) & (trace["local_region"] != NULL16)).any():
             return
-        rt = R.region_table(trace)
-        nreg = len(rt["elem_bytes"])
-        lreg = trace["local_region"].astype(np.int64)
-        sourced = (kind == K_PUT) & (lreg >= 0) & (lreg < nreg) & (trace["local_offset"] != NULL64)
-        # The source's words: bytes over the local region's element size.
-        eb = np.ones(trace.n, np.int64)
-        eb[sourced] = rt["elem_bytes"][lreg[sourced]]
-        nb = trace["nbytes"].astype(np.int64)
-        slo = trace["local_offset"].astype(np.int64)
-        shi = slo + np.where(nb == NULL64, 1, np.maximum((np.maximum(nb, 0) + eb - 1) // eb, 1))
-        # What each row writes on its own rank: a write, a get's destination, a one-sided op to itself.
-        selfward = np.isin(kind, (K_PUT, K_PUTSIG, K_SIGNAL, K_AMO)) & (trace["peer"] == trace["rank"])
-        over = (kind == K_WRITE) | (kind == K_GET) | selfward
-        treg = np.where(over, R.target_region(trace).astype(np.int64), -1)
-        tlo = np.where(kind == K_GET, trace["local_offset"], trace["offset"]).astype(np.int64)
-        thi = tlo + R.extent(trace)
+        # Only the puts that name their source and the rows that write their own rank are listed,
+        # each with its words: no array of the trace's length beyond a few masks.
+        puts, source = _sources(trace)
+        writes, target = _targets(trace)
         order = ctx.stage(HappensBefore)
         cover = order.completed_at()
-        out = C.rows_full(trace.n)
-        target, source = Span(treg, tlo, thi), Span(lreg, slo, shi)
-        _same_core(trace.segments, kind, target, source, sourced, cover, out)
-        self._cross_core(trace, order, sourced, source, target, out)
-        rows = np.flatnonzero(out >= 0)
-        groups = H.by_site(trace, rows)
+        out = np.full(len(writes), -1, np.int64)  # per overwrite: the put (index) whose source it hits
+        K.same_core(*_steps(trace, puts, writes), puts, target, source, cover, out)
+        _cross_core_hits(trace, order, puts, source, writes, target, out)
+        found = out >= 0
+        hit_rows, hit_puts = writes[found], puts[out[found]]
+        groups = H.by_site(trace, hit_rows)
         if groups:
-            yield _batch(self, trace, groups, out)
-
-    @staticmethod
-    def _cross_core(trace, order, sourced, source: Span, target: Span, out):
-        """Overwrites by another core of the put's rank that no barrier orders (fills ``out``)."""
-        lreg, slo, shi = source
-        treg, tlo, thi = target
-        if int(trace.manifest.cores) < 2:
-            return
-        phase = order.phase_core
-        puts = np.flatnonzero(sourced)
-        writes = np.flatnonzero((treg >= 0) & (out < 0))
-        if not len(puts) or not len(writes):
-            return
-        puts = puts[~_self_filled(trace, puts, lreg, np.flatnonzero(treg >= 0), treg)]
-        if not len(puts):
-            return
-        writes = writes[~E.flag_observed(trace, order)[writes]]
-        rank, launch = trace["rank"].astype(np.int64), trace["launch"].astype(np.int64)
-        both = np.concatenate((puts, writes))
-        reg = np.concatenate((lreg[puts], treg[writes]))
-        bucket = group_columns([rank[both], launch[both], reg]).inverse
-        pb, wb = bucket[:len(puts)], bucket[len(puts):]
-        po = np.lexsort((slo[puts], pb))
-        wo = np.lexsort((tlo[writes], wb))
-        puts, pb, writes, wb = puts[po], pb[po], writes[wo], wb[wo]
-        pmax = np.empty(len(puts), np.int64)
-        _running_max(pb.astype(np.int64), shi[puts], pmax)
-        pcov = E.cover_phase(order, puts)
-        hit = np.full(len(writes), -1, np.int64)
-        core = trace["core"]
-        _cross_core(Sorted(pb.astype(np.int64), slo[puts], shi[puts], core[puts].astype(np.int64),
-                           phase[puts].astype(np.int64)), pmax, pcov,
-                    Sorted(wb.astype(np.int64), tlo[writes], thi[writes], core[writes].astype(np.int64),
-                           phase[writes].astype(np.int64)), hit)
-        found = hit >= 0
-        out[writes[found]] = puts[hit[found]]
+            yield _batch(self, trace, groups, hit_rows, hit_puts)
 
 
-@kernel
-def _running_max(bucket, values, out):
-    # The running maximum of values within each run of equal (sorted) bucket.
-    for i in range(len(values)):
-        if i == 0 or bucket[i] != bucket[i - 1] or values[i] > out[i - 1]:
-            out[i] = values[i]
-        else:
-            out[i] = out[i - 1]
+def _sources(trace) -> tuple[np.ndarray, K.Span]:
+    """The puts that name their source, and the source's words: bytes over the local region's element size."""
+    rt = R.region_table(trace)
+    lreg = trace["local_region"]
+    puts = np.flatnonzero((trace["kind"] == K_PUT) & (lreg >= 0) & (lreg < len(rt["elem_bytes"]))
+                          & (trace["local_offset"] != NULL64))
+    region = lreg[puts].astype(np.int64)
+    eb = rt["elem_bytes"][region].astype(np.int64)
+    nb = trace["nbytes"][puts].astype(np.int64)
+    lo = trace["local_offset"][puts].astype(np.int64)
+    hi = lo + np.where(nb == NULL64, 1, np.maximum((np.maximum(nb, 0) + eb - 1) // eb, 1))
+    return puts, K.Span(region, lo, hi)
 
 
-def _self_filled(trace, puts: np.ndarray, lreg: np.ndarray, writes: np.ndarray, treg: np.ndarray) -> np.ndarray:
+def _targets(trace) -> tuple[np.ndarray, K.Span]:
+    """What each row writes on its own rank (a write, a get's destination, a one-sided op to itself),
+    where it names a region."""
+    kind = trace["kind"]
+    selfward = np.isin(kind, (K_PUT, K_PUTSIG, K_SIGNAL, K_AMO)) & (trace["peer"] == trace["rank"])
+    treg = R.target_region(trace)
+    writes = np.flatnonzero(((kind == K_WRITE) | (kind == K_GET) | selfward) & (treg >= 0))
+    lo = np.where(kind[writes] == K_GET, trace["local_offset"][writes], trace["offset"][writes]).astype(np.int64)
+    return writes, K.Span(treg[writes].astype(np.int64), lo, lo + R.extent(trace)[writes])
+
+
+def _steps(trace, puts: np.ndarray, writes: np.ndarray) -> tuple[np.ndarray, K.Steps]:
+    """Each core's first step and the steps (``Steps``) ``same_core`` walks."""
+    listed = trace["kind"] == K_BEGIN  # one mask, not np.union1d: a hash and a sort of every row listed
+    listed[puts] = True
+    listed[writes] = True
+    rows = np.flatnonzero(listed)
+    put, write = np.full(len(rows), -1, np.int64), np.full(len(rows), -1, np.int64)
+    put[np.searchsorted(rows, puts)] = np.arange(len(puts))
+    write[np.searchsorted(rows, writes)] = np.arange(len(writes))
+    begin = trace["kind"][rows] == K_BEGIN
+    return np.searchsorted(rows, trace.segments).astype(np.int64), K.Steps(rows, begin, put, write)
+
+
+def _cross_core_hits(trace, order, puts: np.ndarray, source: K.Span, writes: np.ndarray, target: K.Span, out) -> None:
+    """Overwrites by another core of the put's rank that no barrier orders (fills ``out``)."""
+    if int(trace.manifest.cores) < 2 or not len(puts):
+        return
+    keep = ~_self_filled(trace, puts, source.region, writes, target.region)
+    p = np.flatnonzero(keep)  # indices into puts
+    w = np.flatnonzero(out < 0)  # indices into writes
+    if len(w):
+        w = w[~E.flag_observed(trace, order)[writes[w]]]
+    if not len(p) or not len(w):
+        return
+    both = np.concatenate((puts[p], writes[w]))
+    bucket = group_columns([trace["rank"][both].astype(np.int64), trace["launch"][both].astype(np.int64),
+                            np.concatenate((source.region[p], target.region[w]))]).inverse
+    pb, wb = bucket[:len(p)], bucket[len(p):]
+    po = np.lexsort((source.lo[p], pb))
+    wo = np.lexsort((target.lo[w], wb))
+    p, pb, w, wb = p[po], pb[po], w[wo], wb[wo]
+    pmax = np.empty(len(p), np.int64)
+    K.running_max(pb.astype(np.int64), source.hi[p], pmax)
+    pcov = E.cover_phase(order, puts[p])
+    hit = np.full(len(w), -1, np.int64)
+    core, phase = trace["core"], order.phase_core
+    K.cross_core(K.Sorted(pb.astype(np.int64), source.lo[p], source.hi[p], core[puts[p]].astype(np.int64),
+                       phase[puts[p]].astype(np.int64)), pmax, pcov,
+                K.Sorted(wb.astype(np.int64), target.lo[w], target.hi[w], core[writes[w]].astype(np.int64),
+                       phase[writes[w]].astype(np.int64)), hit)
+    found = hit >= 0
+    out[w[found]] = p[hit[found]]
+
+
+def _self_filled(trace, puts: np.ndarray, put_region: np.ndarray, writes: np.ndarray,
+                 write_region: np.ndarray) -> np.ndarray:
     """Per put: whether its own core wrote into the source's region earlier in the launch.
 
     Such a buffer is the core's own staging (a UB each core fills for itself, which a trace may
@@ -227,17 +167,18 @@ def _self_filled(trace, puts: np.ndarray, lreg: np.ndarray, writes: np.ndarray, 
     def ident(rows, reg):
         return [trace["rank"][rows], trace["core"][rows], trace["launch"][rows], reg]
 
-    cols = [np.concatenate((a, b)) for a, b in zip(ident(writes, treg[writes]), ident(puts, lreg[puts]))]
+    cols = [np.concatenate((a, b)) for a, b in zip(ident(writes, write_region), ident(puts, put_region))]
     inv = group_columns([np.asarray(c, np.int64) for c in cols]).inverse
     first = np.full(int(inv.max()) + 1, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(first, inv[:len(writes)], writes.astype(np.int64))
     return first[inv[len(writes):]] < puts
 
 
-def _batch(rule, trace, groups: list, out: np.ndarray) -> HitColumns:
-    """One typed member per (rank, core, launch, site) group: its first overwrite and the put whose source it hits."""
+def _batch(rule, trace, groups: list, hit_rows: np.ndarray, hit_puts: np.ndarray) -> HitColumns:
+    """One typed member per (rank, core, launch, site) group: its first overwrite and the put whose source
+    it hits (``hit_puts``, per row of ``hit_rows``, ascending)."""
     first = np.array([int(g[0]) for g in groups], np.int64)
-    put = out[first].astype(np.int64)
+    put = hit_puts[np.searchsorted(hit_rows, first)].astype(np.int64)
     d = H.described(trace, first, ("rank", "core", "launch", "seq", "kind", "region", "offset", "local_region",
                                    "local_offset"))
     dp = H.described(trace, put, ("rank", "core", "engine", "peer", "region", "offset", "seq"))
