@@ -39,7 +39,7 @@ DTYPE_BYTES = {DType.INT8: 1, DType.INT16: 2, DType.INT32: 4, DType.INT64: 8, DT
 
 
 def dtype_in(trace, types) -> np.ndarray:
-    return np.isin(trace["dtype"], np.array([int(t) for t in types], np.int8))
+    return C.one_of(trace["dtype"], [int(t) for t in types])
 
 
 def _widths(types, every: bool) -> np.ndarray:

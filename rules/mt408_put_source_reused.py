@@ -105,7 +105,7 @@ def _targets(trace) -> tuple[np.ndarray, K.Span]:
     """What each row writes on its own rank (a write, a get's destination, a one-sided op to itself),
     where it names a region."""
     kind = trace["kind"]
-    selfward = np.isin(kind, (K_PUT, K_PUTSIG, K_SIGNAL, K_AMO)) & (trace["peer"] == trace["rank"])
+    selfward = C.one_of(kind, (K_PUT, K_PUTSIG, K_SIGNAL, K_AMO)) & (trace["peer"] == trace["rank"])
     treg = R.target_region(trace)
     writes = np.flatnonzero(((kind == K_WRITE) | (kind == K_GET) | selfward) & (treg >= 0))
     lo = np.where(kind[writes] == K_GET, trace["local_offset"][writes], trace["offset"][writes]).astype(np.int64)

@@ -156,7 +156,7 @@ class ConcurrentRmaAmo(Rule):
     def _across_cores(trace, hb, transport, out):
         """An amo and another core's put/get to one PE and engine that no barrier orders (fills ``out``)."""
         kind, peer = trace["kind"], trace["peer"]
-        onesided = (np.isin(kind, (K_AMO, K_PUT, K_GET, K_PUTSIG)) & ((transport == E_UDMA) | (transport == E_ROCE))
+        onesided = (C.one_of(kind, (K_AMO, K_PUT, K_GET, K_PUTSIG)) & ((transport == E_UDMA) | (transport == E_ROCE))
                     & (peer >= 0) & (peer < int(trace.manifest.ranks)))
         if not (onesided & (kind == K_AMO)).any():
             return

@@ -50,7 +50,7 @@ class UdmaRequestTooLarge(Rule):
         if trace.n == 0:
             return
         limit = int(ctx.option("max_bytes", self.options["max_bytes"]))
-        rows = np.flatnonzero(np.isin(trace["kind"], _KINDS) & (trace["engine"] == C.E_UDMA)
+        rows = np.flatnonzero(C.one_of(trace["kind"], _KINDS) & (trace["engine"] == C.E_UDMA)
                               & (trace["nbytes"] > limit))
         yield from E.site_hits(self, trace, rows, "oversized request", Oversized, _message,
                                at_rows={"limit": np.broadcast_to(limit, trace.n)})

@@ -49,7 +49,7 @@ def _find(trace) -> RawCounts:
     if not counters:
         return empty
     kind, region = trace["kind"], trace["region"]
-    waits = np.flatnonzero((kind == C.K_WBEGIN) & np.isin(region, counters))
+    waits = np.flatnonzero((kind == C.K_WBEGIN) & C.one_of(region, counters))
     polled = waits[(trace["cmp"][waits] == int(Cmp.NE)) & (trace["value"][waits] == 0)]
     if not len(polled):
         return empty
@@ -64,7 +64,7 @@ def _find(trace) -> RawCounts:
     wsorted, wgid = wcode[order], gid[order]
     # Remote writes that store a value: a signal set, or an amo add (onto the word the receiver zeroed).
     writes = np.flatnonzero((((kind == C.K_SIGNAL) & (op == int(Op.SET))) | ((kind == C.K_AMO) & (op == int(Op.ADD))))
-                            & np.isin(region, np.unique(region[polled])) & (value != trace.null("value")))
+                            & C.one_of(region, np.unique(region[polled])) & (value != trace.null("value")))
     code = key[writes].astype(np.int64) * nl + launch[writes]
     at = np.searchsorted(wsorted, code)
     hit = (at < len(wsorted)) & (wsorted[np.minimum(at, len(wsorted) - 1)] == code)

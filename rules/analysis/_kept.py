@@ -41,15 +41,15 @@ def _find(trace) -> dict[int, Kept]:
     if not counters:
         return {}
     kind, region, value = trace["kind"], trace["region"], trace["value"]
-    waits = np.flatnonzero((kind == C.K_WBEGIN) & np.isin(region, counters))
+    waits = np.flatnonzero((kind == C.K_WBEGIN) & C.one_of(region, counters))
     polls = waits[(trace["cmp"][waits] == int(Cmp.NE)) & (value[waits] == 0)]
     polls = polls[trace["launch"][polls] > 0]
     if not len(polls):
         return {}
     key, launch = trace.key.astype(np.int64), trace["launch"].astype(np.int64)
     op = trace["op"]
-    stores = ((kind == C.K_SIGNAL) | (kind == C.K_AMO) | (kind == C.K_PUT)) & np.isin(region, counters)
-    local = (kind == C.K_WRITE) & np.isin(region, counters)
+    stores = ((kind == C.K_SIGNAL) | (kind == C.K_AMO) | (kind == C.K_PUT)) & C.one_of(region, counters)
+    local = (kind == C.K_WRITE) & C.one_of(region, counters)
     writes = np.flatnonzero(stores | local)
     # A local write covers nbytes of words (a memset of a half): one entry per word it clears.
     eb = np.array([r.elem_bytes for r in trace.manifest.regions], np.int64)

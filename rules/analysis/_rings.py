@@ -123,15 +123,15 @@ def _withheld(trace) -> dict[int, Withheld]:
         return {}
     kind, region, seg = trace["kind"], trace["region"], trace.segments
     last = seg[1:] - 1  # the last event of every core: a wait_begin there never ended
-    stuck = last[(kind[last] == C.K_WBEGIN) & np.isin(region[last], heads)
-                 & np.isin(trace["cmp"][last], THRESHOLD_CMPS)]
+    stuck = last[(kind[last] == C.K_WBEGIN) & C.one_of(region[last], heads)
+                 & C.one_of(trace["cmp"][last], THRESHOLD_CMPS)]
     if not len(stuck):
         return {}
     rank, peer, offset, value, launch = trace["rank"], trace["peer"], trace["offset"], trace["value"], trace["launch"]
-    remote = np.isin(kind, (C.K_SIGNAL, C.K_AMO, C.K_PUT))
-    tail_w = np.flatnonzero(remote & np.isin(region, tails))
-    ends = np.flatnonzero((kind == C.K_WEND) & np.isin(region, tails))
-    head_w = np.flatnonzero(remote & np.isin(region, heads))
+    remote = C.one_of(kind, (C.K_SIGNAL, C.K_AMO, C.K_PUT))
+    tail_w = np.flatnonzero(remote & C.one_of(region, tails))
+    ends = np.flatnonzero((kind == C.K_WEND) & C.one_of(region, tails))
+    head_w = np.flatnonzero(remote & C.one_of(region, heads))
     starts = seg[:-1]
     out = {}
     for row in stuck.tolist():  # a loop over stuck waits, not events
@@ -167,7 +167,7 @@ def _filled_peer(trace, row: int) -> int:
     starts = trace.segments[:-1]
     first = int(starts[np.searchsorted(starts, row, side="right") - 1])
     kind, region = trace["kind"][first:row], trace["region"][first:row]
-    mine = np.flatnonzero(np.isin(kind, (C.K_SIGNAL, C.K_AMO, C.K_PUT)) & np.isin(region, tails))
+    mine = np.flatnonzero(C.one_of(kind, (C.K_SIGNAL, C.K_AMO, C.K_PUT)) & C.one_of(region, tails))
     return int(trace["peer"][first + mine[-1]]) if len(mine) else -1
 
 
@@ -194,8 +194,8 @@ def _wrong_polls(trace) -> dict[int, WrongPoll]:
         return {}
     kind, region, offset = trace["kind"], trace["region"], trace["offset"]
     ranks = max(1, int(trace.manifest.ranks))
-    polls = np.flatnonzero((kind == C.K_WBEGIN) & np.isin(region, tails) & np.isin(trace["cmp"], THRESHOLD_CMPS))
-    backs = np.flatnonzero(np.isin(kind, (C.K_SIGNAL, C.K_AMO, C.K_PUT)) & np.isin(region, heads))
+    polls = np.flatnonzero((kind == C.K_WBEGIN) & C.one_of(region, tails) & C.one_of(trace["cmp"], THRESHOLD_CMPS))
+    backs = np.flatnonzero(C.one_of(kind, (C.K_SIGNAL, C.K_AMO, C.K_PUT)) & C.one_of(region, heads))
     if not len(polls) or not len(backs):
         return {}
     seg = trace.segments

@@ -115,8 +115,8 @@ def _build_lexsort(trace) -> Words:
     value = np.asarray(trace["value"], dtype=np.int64)
     op = trace["op"]
 
-    one = np.isin(kind, (C.K_SIGNAL, C.K_AMO)) & flaglike
-    multi = np.isin(kind, (C.K_PUT, C.K_WRITE, C.K_GET, C.K_PUTSIG)) & flaglike & (offset >= 0)
+    one = C.one_of(kind, (C.K_SIGNAL, C.K_AMO)) & flaglike
+    multi = C.one_of(kind, (C.K_PUT, C.K_WRITE, C.K_GET, C.K_PUTSIG)) & flaglike & (offset >= 0)
     r1 = np.flatnonzero(one)
     rm = np.flatnonzero(multi)
     km, src = expand(key[rm], np.minimum(np.minimum(ext[rm], room[rm]), widest(trace)))

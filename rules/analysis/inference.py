@@ -37,6 +37,7 @@ import numpy as np
 from ingest.contract import Cmp, Kind, Op
 from ingest.manifest import Manifest, Region
 
+from . import codes as C
 from ._infer_slots import (
     CANDIDATES,
     FIT_SHARE,
@@ -107,7 +108,7 @@ class _Columns:
         self.kind = trace["kind"]
         self.region = trace["region"].astype(np.int64)
         owner = trace.owner
-        writes = np.flatnonzero(np.isin(self.kind, _WRITES))
+        writes = np.flatnonzero(C.one_of(self.kind, _WRITES))
         signal = np.flatnonzero(self.kind == Kind.PUT_SIGNAL)
         # The signal word of a put_signal is a write of its own, into sig_region.
         self.w_row = np.concatenate((writes, signal))
@@ -148,7 +149,7 @@ def _experts_from_counts(cols: _Columns, m: Manifest, params: dict, notes: dict)
     if "local_experts" in params or "num_experts" in params:
         return
     t = cols.trace
-    rows = np.flatnonzero(np.isin(cols.kind, np.array([int(Kind.COUNT), int(Kind.DELIVER)], np.int8)))
+    rows = np.flatnonzero(C.one_of(cols.kind, (int(Kind.COUNT), int(Kind.DELIVER))))
     routes = np.flatnonzero(cols.kind == Kind.ROUTE)
     le = t["local_expert"][rows].astype(np.int64)
     le = le[le >= 0]
