@@ -1,3 +1,3 @@
-"""The lazy numba wrapper, kept importable from here for the rules (it lives in ``ingest._jit``)."""
+"""The lazy numba wrappers, kept importable from here for the rules (they live in ``ingest._jit``)."""
 
-from ingest._jit import kernel  # noqa: F401
+from ingest._jit import helper, kernel  # noqa: F401

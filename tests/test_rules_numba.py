@@ -144,17 +144,19 @@ def test_put_flag_agrees_with_flag_hits(seed):
 
 
 @pytest.mark.parametrize("seed", range(5))
-@pytest.mark.parametrize("lspan", [5, 2**20 + 5], ids=["counted", "far-apart-launches"])
-def test_unreset_entries_grouped_per_owner_region_and_launch_in_order_of_first_entry(seed, lspan):
+@pytest.mark.parametrize("lspan, words_per_rank", [(5, 12), (2**20 + 5, 12), (5, 2**59)],
+                         ids=["counted", "far-apart-launches", "owner-bound-overflows"])
+def test_unreset_entries_grouped_per_owner_region_and_launch_in_order_of_first_entry(seed, lspan, words_per_rank):
     """``_unreset._group_runs`` against its contract, written the slow way: the entries (table order:
     key, then launch) per (owner, region, launch), groups in order of their first entry, each group's
     entries in table order; compiled and pure Python alike. A launch span too wide to count launches
-    in (launch numbers far apart, as the fuzzer writes them) takes the sorting path, in bounded memory."""
+    in (launch numbers far apart, as the fuzzer writes them) takes the sorting path, in bounded memory;
+    an owner whose next owner's first composite key overflows int64 is told by division."""
     from rules.analysis import _unreset as S
 
     rng = np.random.default_rng(seed)
-    words_per_rank, region_base = 12, np.array([0, 4, 9])  # three regions per owner
-    keys = np.sort(rng.integers(0, 3 * words_per_rank, 300))
+    region_base = np.array([0, 4, 9])  # three regions per owner
+    keys = np.sort(rng.integers(0, 3, 300) * words_per_rank + rng.integers(0, 12, 300))
     launch = rng.integers(0, 5, 300) * (lspan // 5)  # five launches, spread over the span
     ck = np.sort(keys * lspan + launch).astype(np.int64)
     region = (np.searchsorted(region_base, (ck // lspan) % words_per_rank, "right") - 1).astype(np.int16)

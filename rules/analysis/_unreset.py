@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._jit import kernel
+from .._jit import helper, kernel
 from . import _passes
 from ._cache import cached
 from ._reset_sync import reset_after_sync
@@ -67,6 +67,15 @@ def _unreset(table, resets, out):
 _COUNTED_LAUNCHES = 1 << 16  # launch spans up to this are counting-sorted; wider ones (far-apart launch numbers) merge-sorted
 
 
+@helper
+def _launch_of(c, key_base, lspan):
+    # The launch part of composite key c, and its key's first composite key: a division only where
+    # c leaves the key of the previous call (ck ascends, and a key holds an entry per launch).
+    if c >= key_base + lspan or c < key_base:
+        key_base = c - c % lspan
+    return c - key_base, key_base
+
+
 @kernel
 def _group_runs(idx, ck, lspan, words_per_rank, region, out, starts):
     # idx ascends in table order, which sorts by key (owner, then word address) and then launch: a
@@ -74,24 +83,33 @@ def _group_runs(idx, ck, lspan, words_per_rank, region, out, starts):
     # entries are ordered by launch, each launch's in table order (a counting sort where the launch
     # span is small, as in every real trace; else a stable argsort of the run), and the run's groups
     # are written out in order of their first entry. Returns the number of groups; starts[g] is
-    # where group g begins in out.
+    # where group g begins in out. Divisions are few (~40 cycles each, and a trace that leaves
+    # every count unreset has 15 M entries a window): a run ends where ck reaches the next owner's
+    # first composite key, and an entry's launch is ck less its key's first composite key.
     n = len(idx)
     counted = lspan <= _COUNTED_LAUNCHES
     slots = lspan if counted else 1
     size = np.zeros(slots, np.int64)  # per launch of the current run: its entries
     first = np.empty(slots, np.int64)  # ... its first entry (a position in idx)
     fill = np.empty(slots, np.int64)  # ... where its next entry goes in out
+    top = np.int64(2**62)
     count = 0
     pos = 0
     a = 0
     while a < n:
         owner, reg = ck[idx[a]] // lspan // words_per_rank, region[idx[a]]
-        b = a + 1  # (the owner's bounds as a product of ck's could overflow on far-apart launches)
-        while b < n and ck[idx[b]] // lspan // words_per_rank == owner and region[idx[b]] == reg:
+        # The next owner's first composite key, where the product fits (far-apart launch numbers
+        # can make it overflow: then each entry's owner is divided out).
+        fits = owner + 1 <= top // lspan // words_per_rank
+        end = (owner + 1) * words_per_rank * lspan if fits else top
+        b = a + 1
+        while b < n and region[idx[b]] == reg and (ck[idx[b]] < end if fits
+                                                   else ck[idx[b]] // lspan // words_per_rank == owner):
             b += 1
         if counted:
+            key_base = np.int64(-1) - lspan
             for t in range(a, b):
-                launch = ck[idx[t]] % lspan
+                launch, key_base = _launch_of(ck[idx[t]], key_base, lspan)
                 if size[launch] == 0:
                     first[launch] = t
                 size[launch] += 1
@@ -101,8 +119,9 @@ def _group_runs(idx, ck, lspan, words_per_rank, region, out, starts):
                 count += 1
                 fill[launch] = pos
                 pos += size[launch]
+            key_base = np.int64(-1) - lspan
             for t in range(a, b):
-                launch = ck[idx[t]] % lspan
+                launch, key_base = _launch_of(ck[idx[t]], key_base, lspan)
                 out[fill[launch]] = idx[t]
                 fill[launch] += 1
             size[used] = 0
