@@ -88,7 +88,7 @@ class StaleWait(Rule):
             ("held", held), ("writer_rank", dw["rank"]), ("writer_kind", dw["kind"]),
             ("written", dw["launch"]), ("writer_seq", dw["seq"]), ("by_flags", stale.by_flags.tolist()),
             ("gap", gaps),
-            ("caused_by", [_left_set(trace, not_reset, k, L) for k, L in zip(keys, dw["launch"])])))
+            ("caused_by", [_left_set(trace, words, not_reset, k, L) for k, L in zip(keys, dw["launch"])])))
         yield HitColumns(code=self.code, fields=LeftoverSeen, render=_message, extra=_extra, columns=columns,
                          tables=tables, roles=("stale wait_end", "wait_begin", "earlier write"),
                          rows=np.stack((ends, begins, writes), axis=1), key=H.row_keys(trace, ends),
@@ -129,11 +129,11 @@ def _extra(f: LeftoverSeen) -> dict:
     return {"observed": f.observed, "written_launch": f.written}
 
 
-def _left_set(trace, not_reset: dict, key: int, launch: int) -> tuple:
+def _left_set(trace, words: WordTable, not_reset: dict, key: int, launch: int) -> tuple:
     """MT202's finding on the word where the owner left it off reset at the end of ``launch``, the
     launch whose value the wait saw: that is the defect, the stale wait its consequence."""
     owner, region, offset = trace.decode_key(key)
     found = not_reset.get((owner, region, launch))
-    if found is None or not (found[1] == offset).any():
+    if found is None or not (words.not_reset_offsets(found[1]) == offset).any():
         return ()
     return (("MT202", found[0]),)

@@ -44,8 +44,8 @@ def _distinct(values, members, bounds, out, out_bounds):
     # Per group g, the sorted distinct values of values[members[bounds[g]:bounds[g + 1]]] into
     # out[out_bounds[g]:out_bounds[g + 1]]; returns how many in all. A group's words run in key
     # order and a run of them shares its last write (a put writes many) and often its value: runs
-    # are collapsed as they are read, so the sort sees a fraction of them. out: as long as the
-    # number of runs (``_runs``) and groups.
+    # are collapsed as they are read, so the sort sees a fraction of them. out: room for every
+    # member and group.
     pos = 0
     out_bounds[0] = 0
     for g in range(len(bounds) - 1):
@@ -66,22 +66,14 @@ def _distinct(values, members, bounds, out, out_bounds):
     return pos
 
 
-@kernel
-def _runs(values, members):
-    # Runs of equal values along values[members]: what _distinct needs room for.
-    n = 0
-    for i in range(len(members)):
-        if i == 0 or values[members[i]] != values[members[i - 1]]:
-            n += 1
-    return n
-
-
 def distinct_per_group(values: np.ndarray, members: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(distinct, edges): group g's sorted distinct ``values[members[bounds[g]:bounds[g + 1]]]`` are
-    ``distinct[edges[g]:edges[g + 1]]``, with no array as long as the members made."""
-    out = np.empty(_runs(values, members) + len(bounds), values.dtype)  # a run may span two groups
+    ``distinct[edges[g]:edges[g + 1]]``. The scratch is as long as the members and groups, but only
+    the runs written into it are ever touched (a page is only paid for once written), and the
+    result is copied out of it."""
+    out = np.empty(len(members) + len(bounds), values.dtype)
     edges = np.empty(len(bounds), np.int64)
-    return out[:_distinct(values, members, bounds, out, edges)], edges
+    return out[:_distinct(values, members, bounds, out, edges)].copy(), edges
 
 
 class FlagNotReset(Rule):

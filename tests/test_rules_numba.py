@@ -170,3 +170,20 @@ def test_unreset_entries_grouped_per_owner_region_and_launch_in_order_of_first_e
         count = fn(idx, ck, np.int64(lspan), np.int64(words_per_rank), region, out, starts)
         starts[count] = len(idx)
         assert [g.tolist() for g in np.split(out, starts[1:count])] == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_distinct_values_per_group_the_slow_way(seed):
+    """MT202's ``distinct_per_group``: each group's sorted distinct values, runs of equal values and
+    empty groups included, equal to numpy's per-group np.unique."""
+    from rules.mt202_flag_not_reset import distinct_per_group
+
+    rng = np.random.default_rng(seed)
+    values = np.repeat(rng.integers(-3, 4, 200), rng.integers(1, 5, 200)).astype(np.int64)
+    members = np.sort(rng.choice(len(values), size=len(values) // 2, replace=False))
+    bounds = np.unique(np.concatenate(([0, len(members)], rng.integers(0, len(members), 12))))
+    bounds = np.insert(bounds, 3, bounds[2])  # an empty group
+    distinct, edges = distinct_per_group(values, members, bounds)
+    for g in range(len(bounds) - 1):
+        want = np.unique(values[members[bounds[g]:bounds[g + 1]]])
+        assert distinct[edges[g]:edges[g + 1]].tolist() == want.tolist()

@@ -175,9 +175,10 @@ def unfenced(trace, ordered_names=None) -> Unfenced:
         flags = np.flatnonzero(hit_put >= 0)
         if not len(flags):
             return Unfenced(hit_put, hit_q, flags, np.zeros(0, np.int64), np.zeros(0, np.int64))
-        ident = np.stack([a.astype(np.int64) for a in (trace["rank"][flags], trace["core"][flags],
-                                                         trace["launch"][flags], trace["site"][hit_put[flags]])])
-        _, first, inv, _ = group_columns(ident)
+        # The columns as they are: group_columns packs them into one key (a stacked int64 copy of
+        # millions of flag writes cost more than the grouping itself).
+        _, first, inv, _ = group_columns([trace["rank"][flags], trace["core"][flags], trace["launch"][flags],
+                                          trace["site"][hit_put[flags]]])
         # Renumber groups by their first flag write, so group order is row order.
         order = np.argsort(first, kind="stable")
         rank_of = np.empty(len(order), np.int64)

@@ -178,22 +178,31 @@ class Unreset:
         return np.where(self.wait_row >= 0, self.wait_row, table.row[self.first()].astype(np.int64))
 
 
-def unreset_index(view) -> dict[tuple[int, int, int], tuple[tuple[int, int, int], np.ndarray]]:
+def unreset_index(view) -> dict[tuple[int, int, int], tuple[tuple[int, int, int], int]]:
     """``unreset``'s groups by (owner rank, region id, launch) -> (the key MT202 gives the group's
-    finding, every word offset of the group): what the wait-for graph and the count rules cite."""
+    finding, the group's number): what the wait-for graph and the count rules cite. A group's word
+    offsets are ``offsets(view, group)``, worked out for the groups asked about: a trace that leaves
+    every count unreset has millions of such words a window."""
     def build():
         u, w = unreset(view), words(view)
         rank, core, seq = view["rank"], view["core"], view["seq"]
-        wpr, base = view.manifest.words_per_rank, view.region_base
-        out = {}
         rows = u.key_rows(w)
         keys = zip(rank[rows].tolist(), core[rows].tolist(), seq[rows].tolist())
-        for g, key in enumerate(keys):
-            rest = w.key_of(u.members[u.bounds[g]:u.bounds[g + 1]]) % wpr
-            offsets = rest - base[np.searchsorted(base, rest, "right") - 1]
-            out[(int(u.owner[g]), int(u.region[g]), int(u.launch[g]))] = (key, offsets.astype(np.int64))
-        return out
+        return {(o, r, L): (key, g) for g, (o, r, L, key) in
+                enumerate(zip(u.owner.tolist(), u.region.tolist(), u.launch.tolist(), keys))}
     return cached(view, "unreset_index", build, Stage.WORD_TABLE)
+
+
+def offsets(view, group: int) -> np.ndarray:
+    """The word offsets (within its region) of unreset group ``group``, in table order."""
+    memo = cached(view, "unreset_offsets", dict, Stage.WORD_TABLE)
+    found = memo.get(group)
+    if found is None:
+        u, w = unreset(view), words(view)
+        base = view.region_base
+        rest = w.key_of(u.members[u.bounds[group]:u.bounds[group + 1]]) % view.manifest.words_per_rank
+        found = memo[group] = (rest - base[np.searchsorted(base, rest, "right") - 1]).astype(np.int64)
+    return found
 
 
 def _by_group(idx: np.ndarray, w, words_per_rank: int) -> tuple[np.ndarray, np.ndarray]:

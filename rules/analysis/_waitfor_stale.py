@@ -18,7 +18,7 @@ from ingest.contract import Kind, Outcome
 
 from . import _stale
 from ._cache import cached
-from ._unreset import unreset_index
+from ._unreset import offsets, unreset_index
 from .stages import Stage
 
 
@@ -26,8 +26,8 @@ def _by_owner(trace) -> dict[int, list[tuple]]:
     """``unreset_index``'s entries by owner rank, (region, launch, offsets) in its order."""
     def build():
         out: dict[int, list[tuple]] = {}
-        for (o, reg, L), (_, offs) in unreset_index(trace).items():
-            out.setdefault(o, []).append((reg, L, offs))
+        for (o, reg, L), (_, group) in unreset_index(trace).items():
+            out.setdefault(o, []).append((reg, L, group))
         return out
     return cached(trace, "not_reset_by_owner", build, Stage.WORD_TABLE)
 
@@ -85,7 +85,7 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     has = lw >= 0
     # The slots of this rank's words left unreset, per (region, launch).
     nl = tb.nlaunch
-    slots = np.concatenate([(reg * nl + L) * tb.slots_per_rank + offs // int(tb.sw[reg]) for reg, L, offs in mine])
+    slots = np.concatenate([(reg * nl + L) * tb.slots_per_rank + offsets(t, g) // int(tb.sw[reg]) for reg, L, g in mine])
     rl = region * nl + lw
     hit = has & np.isin(rl * tb.slots_per_rank + slot, slots)
     out = []

@@ -52,8 +52,12 @@ class WordTable:
         return _unreset.unreset(self.view)
 
     def not_reset(self) -> dict:
-        """``unreset`` by (owner rank, region id, launch) -> (its MT202 key, every word offset)."""
+        """``unreset`` by (owner rank, region id, launch) -> (its MT202 key, its group number)."""
         return _unreset.unreset_index(self.view)
+
+    def not_reset_offsets(self, group: int) -> np.ndarray:
+        """The word offsets (within its region) of ``not_reset``'s group ``group``."""
+        return _unreset.offsets(self.view, group)
 
     def done_of(self, rows: np.ndarray, is_read: bool) -> np.ndarray:
         """The row where each access is done (its quiet, drain or own row; -1: not in the launch)."""
