@@ -85,37 +85,34 @@ def _copy_into(arr: pa.Array, dest: np.ndarray, null: int) -> None:
         return
     validity, data = arr.buffers()
     lo = arr.offset
-    dest[:] = np.frombuffer(data, dtype=dest.dtype, count=lo + n)[lo:]
+    values = np.frombuffer(data, dtype=dest.dtype, count=lo + n)[lo:]
     if validity is None or not arr.null_count:
+        dest[:] = values
         return
     bits = np.frombuffer(validity, np.uint8)
     if n < _KERNEL_FROM:
+        dest[:] = values
         dest[np.unpackbits(bits, count=lo + n, bitorder="little")[lo:] == 0] = null
     else:
-        _set_nulls(bits, lo, dest, null)
+        _copy_with_nulls(values, bits, lo, dest, null)
 
 
 @kernel
-def _set_nulls(validity, offset, out, null):
-    # Arrow's validity bitmap, least significant bit first, from bit ``offset``: a 0 is a null.
-    # Whole bytes at a time between the first and the last byte boundary: an optional column is
-    # mostly runs of nulls (other kinds' rows) or of values.
+def _copy_with_nulls(values, validity, offset, out, null):
+    # values into out, null where arrow's validity bitmap (least significant bit first, from bit
+    # ``offset``) has a 0: each element written once, where copying all and then the nulls wrote an
+    # optional column twice over (it is mostly runs of nulls: other kinds' rows). Whole bytes of
+    # the bitmap at a time between the first and the last byte boundary.
     n = len(out)
     head = min(n, (-offset) & 7)
     body = head + (n - head) // 8 * 8
     for i in range(head):
         b = offset + i
-        if not (validity[b >> 3] >> (b & 7)) & 1:
-            out[i] = null
+        out[i] = values[i] if (validity[b >> 3] >> (b & 7)) & 1 else null
     for i in range(head, body, 8):
         byte = validity[(offset + i) >> 3]
-        if byte == 0:
-            out[i:i + 8] = null
-        elif byte != 255:
-            for k in range(8):
-                if not (byte >> k) & 1:
-                    out[i + k] = null
+        for k in range(8):
+            out[i + k] = values[i + k] if (byte >> k) & 1 else null
     for i in range(body, n):
         b = offset + i
-        if not (validity[b >> 3] >> (b & 7)) & 1:
-            out[i] = null
+        out[i] = values[i] if (validity[b >> 3] >> (b & 7)) & 1 else null

@@ -63,3 +63,20 @@ def test_long_chunks_filled_by_the_compiled_pass_as_fill_null_fills_them(name, m
     dest = np.empty(len(col), _reference(col, name).dtype)
     into(col, name, dest)
     assert dest.tolist() == _reference(col, name).tolist()
+
+
+@pytest.mark.parametrize("n", [1000, 200_003], ids=["numpy", "compiled"])
+@pytest.mark.parametrize("offset", [0, 3, 8])
+def test_an_integer_column_is_copied_with_its_nulls_as_the_sentinel(n, offset):
+    """``column_read._copy_into``: each value where arrow has one, the sentinel where it has a null,
+    from an array that starts inside its buffers (a slice), whichever path the length takes."""
+    rng = np.random.default_rng(n + offset)
+    values = rng.integers(-2**40, 2**40, n + offset + 5)
+    valid = rng.random(len(values)) < 0.3
+    valid[offset + 16:offset + 80] = True  # whole bytes of values, and of nulls
+    valid[offset + 80:offset + 200] = False
+    arr = pa.array(values, mask=~valid).slice(offset, n)
+    null = -(2**63)
+    out = np.empty(n, np.int64)
+    D._copy_into(arr, out, null)
+    assert np.array_equal(out, np.where(valid[offset:offset + n], values[offset:offset + n], null))
