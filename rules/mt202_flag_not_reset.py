@@ -148,9 +148,14 @@ class FlagNotReset(Rule):
         stale = stale_counts(trace, u.owner, u.region, u.launch, waited, causes)
         evidence = np.full((count, _SHOW), -1, np.int64)
         _first_distinct(w.row, u.members, u.bounds, _SHOW, evidence)
-        named = u.bounds[:-1, None] + np.arange(_SHOW)  # the first _SHOW words of each group
+        # An entry stands for w.unit of its region's words (a whole slot), so a group's words are its
+        # entries times that; the first _SHOW words named are its first entries' words.
+        unit = w.unit[u.region]
+        named = u.bounds[:-1, None] + np.arange(_SHOW)  # the first _SHOW entries of each group
         named = named[named < u.bounds[1:, None]]
-        offsets = _split(_offsets(trace, w, u.members[named]), np.minimum(sizes, _SHOW))
+        offsets = [_words_from(first, int(k)) for first, k in
+                   zip(_split(_offsets(trace, w, u.members[named]), np.minimum(sizes, _SHOW)), unit.tolist())]
+        sizes = sizes * unit
         value, value_edges = distinct_per_group(w.after, u.members, u.bounds)
         values = [_shown_values(v) for v in _split(value, np.diff(value_edges))]
         first_rows = w.row[u.first()].astype(np.int64)
@@ -237,6 +242,14 @@ def _offsets(trace, w, entries: np.ndarray) -> np.ndarray:
     rest = w.key_of(entries) % trace.manifest.words_per_rank
     base = trace.region_base
     return rest - base[np.searchsorted(base, rest, "right") - 1]
+
+
+def _words_from(first: tuple, unit: int) -> tuple:
+    """The first ``_SHOW`` word offsets of entries whose first words are ``first``, each standing for
+    ``unit`` words."""
+    if unit == 1:
+        return first
+    return tuple(o + k for o in first for k in range(unit))[:_SHOW]
 
 
 def _split(values: np.ndarray, sizes: np.ndarray) -> list[tuple]:

@@ -3,7 +3,9 @@
 Flag-like: role flag or counter, or a region with ``reset`` or ``monotonic``.
 Sources: signal and amo (one word), put_signal's signal word, puts / local
 writes / get destinations into a flag-like region (one entry per element).
-Payload regions are never expanded, so the cost stays with the control words.
+Payload regions are never expanded, so the cost stays with the control words;
+and where a region is written and waited on in whole slots only, one entry
+stands for each slot's words (``_units``: its words have one history).
 
 The entries are sorted once by (key, launch, phase_all, after_wait, row):
 within a launch, a write that follows a wait on the same word on the same
@@ -23,18 +25,22 @@ from . import _phases
 from . import codes as C
 from . import regions as R
 from ._cache import cached
+from ._units import word_units
 from ._words_packed import build_packed
 from ._words_table import NULL64, OP_ADD, Words, widest
 from .stages import Stage
 
 
-def expand(first_key, count):
-    """Keys first_key[i] .. first_key[i]+count[i]-1 and the source index of each."""
+def expand(first_key, count, stride=None):
+    """Keys first_key[i] .. first_key[i]+count[i]-1 and the source index of each; with ``stride``
+    (per i), every stride[i]-th of them only, from the first (as ``range(0, count, stride)``)."""
     count = np.maximum(count, 0)
+    if stride is not None:
+        count = -(-count // stride)
     src = np.repeat(np.arange(len(count), dtype=np.int64), count)
     start = np.cumsum(count) - count
     within = np.arange(len(src), dtype=np.int64) - np.repeat(start, count)
-    return first_key[src] + within, src
+    return first_key[src] + (within if stride is None else within * stride[src]), src
 
 
 @kernel
@@ -119,7 +125,8 @@ def _build_lexsort(trace) -> Words:
     multi = C.one_of(kind, (C.K_PUT, C.K_WRITE, C.K_GET, C.K_PUTSIG)) & flaglike & (offset >= 0)
     r1 = np.flatnonzero(one)
     rm = np.flatnonzero(multi)
-    km, src = expand(key[rm], np.minimum(np.minimum(ext[rm], room[rm]), widest(trace)))
+    unit = word_units(trace)
+    km, src = expand(key[rm], np.minimum(np.minimum(ext[rm], room[rm]), widest(trace)), unit[reg[rm]])
     rows_m = rm[src]
     ps, sreg, kps = signal_words(trace, rt)
 
@@ -142,7 +149,8 @@ def _build_lexsort(trace) -> Words:
     _, e2b = P.wait_pairs(trace)
     nw = trace.wait_words[np.maximum(e2b[we], 0)].astype(np.int64)
     nw = np.where((e2b[we] >= 0) & (nw > 0), nw, 1)
-    wk, wsrc = expand(key[we], nw)
+    wreg_e = trace["region"][we].astype(np.int64)
+    wk, wsrc = expand(key[we], nw, np.where((wreg_e >= 0) & (wreg_e < len(unit)), unit[np.maximum(wreg_e, 0)], 1))
     we = we[wsrc]
     both = np.concatenate((rows, we))
     mrc = trace["rank"][both].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"][both]
@@ -169,7 +177,7 @@ def _build_lexsort(trace) -> Words:
         _simulate(wkey, wl, wop, wval, init, init_known, after, last)
     # The packed form's dtypes: rows, region, phase and op as narrow as their columns.
     return Words(rows.astype(C.row_dtype(trace.n)), wreg.astype(np.int16), wph.astype(np.int32),
-                 wop.astype(np.int8), wval, after, last, ck, lmin, lspan, kind[rows])
+                 wop.astype(np.int8), wval, after, last, ck, lmin, lspan, kind[rows], unit)
 
 
 # ---- packed form ------------------------------------------------------------

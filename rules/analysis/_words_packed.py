@@ -20,6 +20,7 @@ from . import _phases
 from . import _words_packed_kernels as K
 from . import codes as C
 from . import regions as R
+from ._units import word_units
 from ._words_squeeze import squeeze
 from ._words_table import Words, widest
 
@@ -49,15 +50,16 @@ def build_packed(trace) -> Words | None:
     ext = R.extent(trace)
     if len(ext) and int(ext.max()) > widest(trace):  # a copy only for the rare trace that needs one
         ext = np.minimum(ext, widest(trace))
+    unit = word_units(trace)
     rows = K.Rows(kind, R.target_region(trace), offset, loffset, ext, trace["sig_region"], trace["sig_offset"],
                 key, trace.owner, launch, phase_all, rank, core, trace["value"], trace["op"],
-                rt["flaglike"], rt["length"], rt["base"], np.int64(trace.manifest.words_per_rank))
+                rt["flaglike"], rt["length"], rt["base"], unit, np.int64(trace.manifest.words_per_rank))
     # key_min, key_max and selected are the count pass's: placeholders until then
     packing = K.Packing(*(np.int64(v) for v in (0, 0, launch_min, launch_span, phase_min, phases, 1, rank_cores,
                                                cores_plus_one, n)))
     none = np.zeros(0, np.int64)
     _, wait_begin = P.wait_pairs(trace)
-    waits = K.Waits(kind, key, wait_begin, trace.wait_words, launch, rank, core)
+    waits = K.Waits(kind, key, wait_begin, trace.wait_words, launch, rank, core, trace["region"], unit)
     room = np.zeros(0, np.int32)
     fit = _fit(rows, waits, packing, False, room)
     sq = None
@@ -93,7 +95,7 @@ def build_packed(trace) -> Words | None:
                   np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, bool), np.empty(m, np.int8))
     K.unpack(packed, packing, wait_keys, info, regions, out)
     return Words(out.row, out.region, out.phase, out.op, out.value, out.after, out.last, packed, launch_min,
-                 launch_span, out.kind)
+                 launch_span, out.kind, unit)
 
 
 def _fit(rows: K.Rows, waits: K.Waits, packing: K.Packing, strict: bool, room):

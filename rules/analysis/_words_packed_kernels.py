@@ -43,11 +43,12 @@ class Rows(NamedTuple):
     flaglike: np.ndarray      # per region
     length: np.ndarray        # per region: words
     base: np.ndarray          # per region: first word within its owner's keys
+    unit: np.ndarray          # per region: words one entry stands for (``_units``)
     words_per_owner: np.int64  # key stride of one owner (rank)
 
 
 class Waits(NamedTuple):
-    """What ``pack_wait_keys`` reads, per event."""
+    """What ``pack_wait_keys`` reads, per event, and the words an entry stands for per region."""
     kind: np.ndarray
     key: np.ndarray
     wait_begin: np.ndarray  # a wait_end's wait_begin row (-1: none)
@@ -55,6 +56,8 @@ class Waits(NamedTuple):
     launch: np.ndarray
     rank: np.ndarray
     core: np.ndarray
+    region: np.ndarray
+    unit: np.ndarray        # per region
 
 
 class Packing(NamedTuple):
@@ -99,7 +102,7 @@ def pack_rows(fill, rows, packing, strict, info, packed):
     # strict (keys renumbered by _words_squeeze): a word outside its flag-like region has no
     # renumbered key; the count pass then returns s = -1.
     (kind, treg, offset, loffset, ext, sig_region, sig_offset, key, owner, launch, phase, rank, core,
-     value, op, flaglike, length, base, words_per_owner) = rows
+     value, op, flaglike, length, base, unit, words_per_owner) = rows
     key_min, launch_min, launch_span = packing.key_min, packing.launch_min, packing.launch_span
     phase_min, phases, selected = packing.phase_min, packing.phases, packing.selected
     cores_plus_one = packing.cores_plus_one
@@ -111,6 +114,7 @@ def pack_rows(fill, rows, packing, strict, info, packed):
         k = kind[i]
         r = treg[i]
         c = 0  # payload words
+        u = 1  # words an entry stands for: the payload's entries are its words c in steps of u
         scalar = False
         if r >= 0 and flaglike[r]:
             if k == K_SIGNAL or k == K_AMO:
@@ -120,6 +124,7 @@ def pack_rows(fill, rows, packing, strict, info, packed):
                 o = loffset[i] if k == K_GET else offset[i]
                 if o >= 0:
                     c = max(min(ext[i], length[r] - o), 0)  # clip: overflow is MT303's
+                    u = unit[r]
         sr = sig_region[i] if k == K_PUTSIG else -1
         sig = sr >= 0 and flaglike[sr]
         if c == 0 and not sig:
@@ -135,7 +140,7 @@ def pack_rows(fill, rows, packing, strict, info, packed):
                 key_lo = min(key_lo, ks)
                 key_hi = max(key_hi, ks)
             s += 1
-            j += c + (1 if sig else 0)
+            j += (c + u - 1) // u + (1 if sig else 0)
             continue
         info[s, 0] = i
         info[s, 1] = rank[i] * cores_plus_one + core[i]
@@ -145,7 +150,7 @@ def pack_rows(fill, rows, packing, strict, info, packed):
                       | (np.int64(k) << _KIND))
         lp = launch[i] - launch_min
         ph = phase[i] - phase_min
-        for x in range(c):
+        for x in range(0, c, u):
             packed[j] = ((((key[i] + x - key_min) * launch_span + lp) * phases + ph) * selected + s) * 2
             j += 1
         if sig:
@@ -160,7 +165,7 @@ def pack_wait_keys(fill, waits, packing, strict, room, out):
     # One entry per word a completed-or-not wait_end covers: ((ck, rank/core), row), packed.
     # strict: keys renumbered (room: words left in the key's flag-like region); a wait on no
     # flag-like word matches no entry, one running out of its region returns -1.
-    kind, key, wait_begin, words, launch, rank, core = waits
+    kind, key, wait_begin, words, launch, rank, core, region, unit = waits
     key_min, key_max, launch_min = packing.key_min, packing.key_max, packing.launch_min
     launch_span, rank_cores, cores_plus_one = packing.launch_span, packing.rank_cores, packing.cores_plus_one
     n = len(kind)
@@ -176,7 +181,9 @@ def pack_wait_keys(fill, waits, packing, strict, room, out):
             return -1
         if key[i] < 0:
             continue
-        for x in range(nw):
+        r = region[i]
+        u = unit[r] if 0 <= r < len(unit) else 1
+        for x in range(0, nw, u):
             wk = key[i] + x
             if wk < key_min or wk > key_max:
                 continue

@@ -30,7 +30,8 @@ def widest(trace) -> int:
 class Words:
     """The table, one entry per word write, sorted by ``ck``.
 
-    An entry's key and launch are not stored (two arrays of the table's length):
+    An entry stands for ``unit[region]`` words (a slot written and waited on whole, ``_units``), keyed
+    by the first; elsewhere for one. An entry's key and launch are not stored (two arrays of the table's length):
     ``ck`` holds both, key * lspan + (launch - lmin), so ``key_of`` / ``launch_of``
     decode them and the entries of one key are ``ck`` in [key * lspan, (key + 1) * lspan).
     """
@@ -46,6 +47,11 @@ class Words:
     lmin: int
     lspan: int
     kind: np.ndarray     # kind of the row (int8): rules test it per entry without a gather from the trace
+    unit: np.ndarray     # per region id: the words one entry stands for, the first its key (``_units``)
+
+    def words_of(self, i):
+        """The words entry (or entries) ``i`` stand for."""
+        return self.unit[self.region[i]]
 
     def ckey(self, key, launch):
         return np.asarray(key, np.int64) * self.lspan + (np.asarray(launch, np.int64) - self.lmin)

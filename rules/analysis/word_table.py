@@ -1,4 +1,5 @@
-"""Stage WORD_TABLE: every word write into a flag-like region, one entry per word, in happens-before order.
+"""Stage WORD_TABLE: every word write into a flag-like region, one entry per word (per slot where a
+region is only written and waited on whole slots), in happens-before order.
 
 The table itself is ``_words_table.Words`` (built by ``_words``: packed keys
 where they fit, lexsort otherwise). What is decided from it: the flag-sync
