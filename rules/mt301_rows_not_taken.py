@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import Kind
 
+from . import _hits as H
 from .analysis import Producers, Stage
 from .analysis import codes as C
 from .analysis.groups import group_columns
-from .base import Confidence, Family, Rule, Severity
+from .base import Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 
 class RowsNotTaken(Rule):
@@ -64,33 +68,87 @@ class RowsNotTaken(Rule):
         lost = req - got
         g = group_columns((rank, le, launch)).inverse
         g_re = group_columns((rank, le)).inverse
-        totals = np.bincount(g_re, weights=lost).astype(np.int64)
+        totals = _summed(g_re, lost)
+        ng = int(g.max()) + 1
         # Groups in row order of their first member; rows in a group by loss, largest first.
+        gids = g[np.sort(np.unique(g, return_index=True)[1])]
         order = np.lexsort((rows, -lost, g))
-        parts = np.split(order, np.flatnonzero(np.diff(g[order])) + 1)
-        for gid in g[np.sort(np.unique(g, return_index=True)[1])]:
-            members = parts[int(gid)]
-            rr = rows[members]
-            first = int(rr[0])
-            d = trace.describe(first)
-            total = int(lost[members].sum())
-            srcs = sorted({int(x) for x in trace["src_rank"][rr]})
-            caps = {int(x) for x in trace["capacity"][rr] if x != C.NULL32}
-            extra = {"rank": d["rank"], "local_expert": d["local_expert"], "launch": d["launch"], "lost": total,
-                     "requested": int(req[members].sum()), "delivered": int(got[members].sum()),
-                     "capacity": min(caps) if caps else None, "src_ranks": srcs,
-                     "lost_total": int(totals[g_re[members[0]]])}
-            msg = (f"rank {d['rank']} launch {d['launch']} local expert {d['local_expert']}: {total} rows not "
-                   f"taken ({extra['delivered']} of {extra['requested']} requested from source ranks "
-                   f"{', '.join(map(str, srcs))}, capacity {extra['capacity']}); {extra['lost_total']} rows lost "
-                   f"by this expert over the trace")
-            # The requested count came from a count word that entered the launch uncleaned (MT205):
-            # it is last launches' count plus this one's, not rows anybody sent.
-            kept = [k for k in ctx.stage(Producers).kept_counts().values()
-                    if int(trace["rank"][k.wait]) == d["rank"] and k.launch == d["launch"]]
-            causes = ((("MT205", (d["rank"], int(trace["core"][kept[0].wait]), int(trace["seq"][kept[0].wait]))),)
-                      if kept else ())
-            if causes:
-                msg += "; the count it read was kept from an earlier launch (MT205)"
-            yield self.hit(msg, rows=tuple(("truncated deliver", int(r)) for r in rr), caused_by=causes,
-                           key=(d["rank"], d["core"], d["seq"]), confidence=Confidence.CERTAIN, extra=extra)
+        size = np.bincount(g, minlength=ng)
+        start = np.cumsum(size) - size  # of each group in order
+        place = np.arange(len(order)) - start[g[order]]
+        members = np.full((ng, int(size.max())), -1, np.int64)
+        members[g[order], place] = rows[order]
+        members = members[gids]
+        first = members[:, 0]
+        lead = order[start[gids]]  # each group's first member, indexed like rows
+        cap = trace["capacity"][rows].astype(np.int64)
+        least = np.full(ng, _NO_CAPACITY, np.int64)
+        np.minimum.at(least, g[cap != C.NULL32], cap[cap != C.NULL32])
+        kept = _kept_counts(trace, ctx.stage(Producers), rank[lead].tolist(), launch[lead].tolist())
+        columns, tables = coded_columns((("src_ranks", _sources(g, trace["src_rank"][rows], gids)),
+                                         ("caused_by", [(("MT205", k),) if k else () for k in kept])))
+        sums = {name: _summed(g, v)[gids] for name, v in (("lost", lost), ("requested", req), ("delivered", got))}
+        yield HitColumns(code=self.code, fields=NotTaken, render=_message, extra=_extra,
+                         columns={"rank": rank[lead], "local_expert": le[lead], "launch": launch[lead], **sums,
+                                  "capacity": least[gids], "lost_total": totals[g_re[lead]],
+                                  "kept": np.array([k is not None for k in kept]), **columns},
+                         tables=tables, nulls={"capacity": _NO_CAPACITY},
+                         roles=("truncated deliver",) * members.shape[1], rows=members, key=H.row_keys(trace, first))
+
+
+def _summed(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` summed per ``group`` id, in int64 (bincount sums in float)."""
+    out = np.zeros(int(group.max()) + 1, np.int64)
+    np.add.at(out, group, values)
+    return out
+
+
+_NO_CAPACITY = np.iinfo(np.int64).max  # a group none of whose delivers names its capacity
+
+
+def _sources(g: np.ndarray, src: np.ndarray, gids: np.ndarray) -> list[tuple]:
+    """Per group (in ``gids`` order), its delivers' distinct source ranks, ascending."""
+    pairs = group_columns((g, src.astype(np.int64))).values  # sorted by group, then source
+    bounds = np.searchsorted(pairs[0], np.arange(int(g.max()) + 2))
+    srcs = pairs[1].tolist()
+    return [tuple(srcs[bounds[i]:bounds[i + 1]]) for i in gids.tolist()]
+
+
+def _kept_counts(trace, producers: Producers, ranks: list, launches: list) -> list:
+    """Per (rank, launch), the key of the first poll MT205 found satisfied by a count kept from an
+    earlier launch (None: none): the requested count came from a word that entered the launch
+    uncleaned, last launches' count plus this one's, not rows anybody sent."""
+    first: dict = {}
+    for k in producers.kept_counts().values():
+        first.setdefault((int(trace["rank"][k.wait]), k.launch), k.wait)
+    found = [first.get(at) for at in zip(ranks, launches)]
+    return [None if w is None else (int(trace["rank"][w]), int(trace["core"][w]), int(trace["seq"][w]))
+            for w in found]
+
+
+class NotTaken(NamedTuple):
+    """The delivers of one (rank, local expert, launch) that took fewer rows than requested."""
+
+    rank: int
+    local_expert: int
+    launch: int
+    lost: int  # rows not taken, summed over the group
+    requested: int
+    delivered: int
+    capacity: int | None  # the least capacity its delivers name (None: none names one)
+    lost_total: int  # rows this (rank, local expert) lost over the trace
+    kept: bool  # the count it read was kept from an earlier launch (MT205)
+    src_ranks: tuple
+
+
+def _message(f: NotTaken) -> str:
+    return (f"rank {f.rank} launch {f.launch} local expert {f.local_expert}: {f.lost} rows not taken "
+            f"({f.delivered} of {f.requested} requested from source ranks {', '.join(map(str, f.src_ranks))}, "
+            f"capacity {f.capacity}); {f.lost_total} rows lost by this expert over the trace"
+            + ("; the count it read was kept from an earlier launch (MT205)" if f.kept else ""))
+
+
+def _extra(f: NotTaken) -> dict:
+    return {"rank": f.rank, "local_expert": f.local_expert, "launch": f.launch, "lost": f.lost,
+            "requested": f.requested, "delivered": f.delivered, "capacity": f.capacity,
+            "src_ranks": list(f.src_ranks), "lost_total": f.lost_total}
