@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import PipeEvent, PipeOp
 
+from . import _hits as H
 from ._jit import kernel
 from .analysis import HappensBefore, Stage
 from .analysis import codes as C
 from .base import Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 K_BEGIN, K_PUT, K_GET, K_AMODE, K_PIPE = C.K_BEGIN, C.K_PUT, C.K_GET, C.K_AMODE, C.K_PIPE
 E_MTE, OP_ADD = C.E_MTE, C.OP_ADD
@@ -97,16 +101,43 @@ class AtomicNoneUndrained(Rule):
         done = ctx.stage(HappensBefore).completed_at(ends=False, peers=False)
         hit_write, hit_open = _scan(trace.segments, trace["kind"], trace["engine"], trace["op"], trace["pipe_op"],
                                     trace["event"], done)
-        for r in np.flatnonzero(hit_write >= 0):
-            r = int(r)
-            w, o = int(hit_write[r]), int(hit_open[r])
-            d, dw = trace.describe(r), trace.describe(w)
-            dest = f"{dw.get('local_region')}[{dw.get('local_offset')}]" if dw["kind"] == "get" \
-                else f"{dw.get('region')}[{dw.get('offset')}] on rank {dw.get('peer')}"
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: atomic_mode none at seq {d['seq']} "
-                   f"while the MTE3 {dw['kind']} into {dest} at seq {dw['seq']} (issued under the add mode "
-                   f"of seq {int(trace['seq'][o])}) may still be in flight; no wait_flag mte3_s or "
-                   f"pipe_barrier in between, so it can land as a plain store")
-            yield self.hit(msg, rows=(("atomic none", r), ("undrained write", w), ("atomic add", o)),
-                           key=(d["rank"], d["core"], d["seq"]), rests_on=((d["rank"], d["core"]),),
-                           severity=None if sev is self.severity else sev)
+        none = np.flatnonzero(hit_write >= 0)
+        if not len(none):
+            return
+        write, opened = hit_write[none].astype(np.int64), hit_open[none].astype(np.int64)
+        d = H.described(trace, none, ("rank", "core", "launch", "seq"))
+        dw = H.described(trace, write, ("kind", "region", "offset", "peer", "local_region", "local_offset", "seq"))
+        columns, tables = coded_columns((
+            *d.items(), *((f"write_{name}", values) for name, values in dw.items()),
+            ("add_seq", trace["seq"][opened].tolist()),
+            ("rests_on", [((r, c),) for r, c in zip(d["rank"], d["core"])])))
+        yield HitColumns(code=self.code, fields=Undrained, render=_message, columns=columns, tables=tables,
+                         roles=("atomic none", "undrained write", "atomic add"),
+                         rows=np.stack((none, write, opened), axis=1), key=H.row_keys(trace, none),
+                         constant={"severity": None if sev is self.severity else sev})
+
+
+class Undrained(NamedTuple):
+    """An `atomic_mode none` reached while an MTE3 write issued under add may still be in flight."""
+
+    rank: int
+    core: int
+    launch: int
+    seq: int
+    write_kind: str  # the last undrained write
+    write_region: str | None
+    write_offset: int | None
+    write_peer: int | None
+    write_local_region: str | None  # where a get lands
+    write_local_offset: int | None
+    write_seq: int
+    add_seq: int  # the atomic_mode add that opened the window
+
+
+def _message(f: Undrained) -> str:
+    dest = f"{f.write_local_region}[{f.write_local_offset}]" if f.write_kind == "get" \
+        else f"{f.write_region}[{f.write_offset}] on rank {f.write_peer}"
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: atomic_mode none at seq {f.seq} "
+            f"while the MTE3 {f.write_kind} into {dest} at seq {f.write_seq} (issued under the add mode "
+            f"of seq {f.add_seq}) may still be in flight; no wait_flag mte3_s or "
+            f"pipe_barrier in between, so it can land as a plain store")
