@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import Cmp, Outcome
 
+from . import _hits as H
 from ._jit import kernel
 from .analysis import CoreScan, Stage, WordTable
 from .analysis import codes as C
 from .analysis import regions as R
 from .analysis.groups import group_columns
 from .base import Confidence, Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 NULL64 = C.NULL64
 
@@ -91,40 +95,88 @@ class GenerationEq(Rule):
         held = np.where(timed, trace["observed"][np.maximum(end, 0)], held)
         stuck = (end < 0) | timed
         beyond = stuck & (held != NULL64) & (held > target)
-        for i in np.flatnonzero(beyond):
-            yield self._error(trace, w, int(begins[i]), int(end[i]), int(held[i]), bool(timed[i]))
-        rest = np.flatnonzero(~beyond)
-        if not len(rest):
+        proven = np.flatnonzero(beyond)
+        warned, waits = _warnings(trace, begins, beyond)
+        if not len(proven) and not len(warned):
             return
-        site = trace["site"][begins[rest]].astype(np.int64)
-        # The == at a (region, site) is one defect: where one of its waits is proven stuck
-        # beyond its target, that error is the defect's root, and its other waits no second one.
-        proven = set(zip(reg[begins[beyond]].tolist(), trace["site"][begins[beyond]].astype(np.int64).tolist()))
-        _, first, _, counts = group_columns((reg[begins[rest]], site))
-        for f, c in sorted(zip(first.tolist(), counts.tolist())):
-            if (int(reg[begins[rest[f]]]), int(site[f])) in proven:
-                continue
-            b = int(begins[rest[f]])
-            d = trace.describe(b)
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: wait {d['region']}[{d['offset']}] eq "
-                   f"{d['value']} on a generation counter ({c} such wait(s) at this site); a peer already in "
-                   f"the next round writes a larger value and the == never holds again: compare with ge")
-            yield self.hit(msg, rows=(("eq wait", b),), key=(d["rank"], d["core"], d["seq"]),
-                           confidence=Confidence.INFERRED, extra={"waits": int(c), "site": d.get("site")})
+        # Errors first, in wait order, then the warnings: one batch, the order the hits always had.
+        wait = np.concatenate((begins[proven], warned))
+        error = np.arange(len(wait)) < len(proven)
 
-    def _error(self, trace, w, b, e, held, timed):
-        d = trace.describe(b)
-        rows = [("eq wait", b)] + ([("wait_end", e)] if e >= 0 else [])
-        key = int(trace.key[b])
+        def then_warnings(of_errors, of_warnings) -> np.ndarray:  # a column of errors and warnings
+            return np.concatenate((np.asarray(of_errors, np.int64), np.broadcast_to(of_warnings, len(warned))))
+
+        rows = np.stack((wait, then_warnings(end[proven], -1),
+                         then_warnings(_writes_beyond(w, trace.key[begins[proven]], held[proven]), -1)), axis=1)
+        d = H.described(trace, wait, ("rank", "core", "launch", "region", "offset", "value", "site"))
+        everyone = tuple((r, None) for r in range(trace.manifest.ranks))
+        columns, tables = coded_columns((
+            ("confidence", [Confidence.CERTAIN if e else Confidence.INFERRED for e in error.tolist()]),
+            ("severity", [Severity.ERROR if e else None for e in error.tolist()]),
+            ("rests_on", [everyone if e else () for e in error.tolist()]),
+            ("blocks", [((r, c),) if e else () for e, r, c in zip(error.tolist(), d["rank"], d["core"])]),
+            ("region", d["region"]), ("site", d["site"])))
+        columns.update({name: np.array(d[name], np.int64) for name in ("rank", "core", "launch", "offset", "value")})
+        columns.update(error=error, timed_out=then_warnings(timed[proven], 0).astype(bool),
+                       held=then_warnings(held[proven], -1), waits=then_warnings(np.zeros(len(proven)), waits))
+        yield HitColumns(code=self.code, fields=EqWait, render=_message, extra=_extra, columns=columns, tables=tables,
+                         roles=("eq wait", "wait_end", "write beyond target"), rows=rows,
+                         key=H.row_keys(trace, wait))
+
+
+def _warnings(trace, begins: np.ndarray, beyond: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first eq wait of each (region, site) none of whose waits is proven beyond its target, in
+    row order, and its count of eq waits that are not."""
+    reg = trace["region"]
+    rest = np.flatnonzero(~beyond)
+    if not len(rest):
+        return rest, rest
+    site = trace["site"][begins[rest]].astype(np.int64)
+    # The == at a (region, site) is one defect: where one of its waits is proven stuck
+    # beyond its target, that error is the defect's root, and its other waits no second one.
+    proven = set(zip(reg[begins[beyond]].tolist(), trace["site"][begins[beyond]].astype(np.int64).tolist()))
+    _, first, _, counts = group_columns((reg[begins[rest]], site))
+    heads = sorted((f, c) for f, c in zip(first.tolist(), counts.tolist())
+                   if (int(reg[begins[rest[f]]]), int(site[f])) not in proven)
+    return (np.array([begins[rest[f]] for f, _ in heads], np.int64), np.array([c for _, c in heads], np.int64))
+
+
+def _writes_beyond(w, keys: np.ndarray, held: np.ndarray) -> list[int]:
+    """Per proven wait, the first write the word table holds of its word that left it at ``held`` (-1: none)."""
+    out = []
+    for key, value in zip(keys.tolist(), held.tolist()):
         lo, hi = w.key_bounds(key)
-        cand = np.flatnonzero(w.after[lo:hi] == held)
-        if len(cand):
-            rows.append(("write beyond target", int(w.row[lo + cand[0]])))
-        state = "timed out" if timed else "is stuck"
-        msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: wait {d['region']}[{d['offset']}] eq "
-               f"{d['value']} {state} while the word already holds {held}, beyond the target: a peer is "
-               f"ahead and == never holds again; compare with ge")
-        return self.hit(msg, rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), confidence=Confidence.CERTAIN,
-                        rests_on=tuple((r, None) for r in range(trace.manifest.ranks)),
-                        severity=Severity.ERROR, blocks=((d["rank"], d["core"]),),
-                        extra={"target": d["value"], "held": held})
+        cand = np.flatnonzero(w.after[lo:hi] == value)
+        out.append(int(w.row[lo + cand[0]]) if len(cand) else -1)
+    return out
+
+
+class EqWait(NamedTuple):
+    """An eq wait on a generation counter: proven stuck beyond its target (error), else a warning
+    for its (region, site)."""
+
+    rank: int
+    core: int
+    launch: int
+    region: str
+    offset: int
+    value: int  # the target
+    site: int | None
+    error: bool  # stuck or timed out while the word already held more
+    timed_out: bool
+    held: int  # what the word held (errors)
+    waits: int  # eq waits at the site (warnings)
+
+
+def _message(f: EqWait) -> str:
+    where = f"rank {f.rank} core {f.core} launch {f.launch}: wait {f.region}[{f.offset}] eq {f.value}"
+    if f.error:
+        state = "timed out" if f.timed_out else "is stuck"
+        return (f"{where} {state} while the word already holds {f.held}, beyond the target: a peer is "
+                f"ahead and == never holds again; compare with ge")
+    return (f"{where} on a generation counter ({f.waits} such wait(s) at this site); a peer already in "
+            f"the next round writes a larger value and the == never holds again: compare with ge")
+
+
+def _extra(f: EqWait) -> dict:
+    return {"target": f.value, "held": f.held} if f.error else {"waits": f.waits, "site": f.site}
