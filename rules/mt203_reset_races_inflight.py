@@ -11,6 +11,7 @@ from ._jit import kernel
 from .analysis import HappensBefore, Stage, WordTable
 from .analysis import codes as C
 from .base import Confidence, Family, Rule, Severity, hits_of
+from .hit_columns import HitColumns, coded_columns
 
 K_WRITE, K_PUT, K_PUTSIG, K_SIGNAL, K_AMO = C.K_WRITE, C.K_PUT, C.K_PUTSIG, C.K_SIGNAL, C.K_AMO
 E_MTE, E_LOCAL, E_P2P = C.E_MTE, C.E_LOCAL, C.E_P2P
@@ -187,28 +188,71 @@ class ResetRacesInflight(Rule):
         pairs = _unordered_pairs(Table(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind), cround, cov, trace,
                                  ctx.stage(WordTable))
         del cround
-        seen = set()
-        unquieted = _amo_groups(trace)
-        for j, x in pairs:
-            r, x = int(w.row[j]), int(w.row[x])
-            if r in seen:
-                continue  # one hit per reset event, however many words it cleans
-            seen.add(r)
-            d, dx = trace.describe(r), trace.describe(x)
-            owner, region, off = trace.decode_key(int(w.key_of(j)))
-            where = "the launch boundary" if dx["launch"] < d["launch"] else "the barrier"
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: reset of "
-                   f"{H.region_name(trace, region)}[{off}] to {d.get('value')} at seq {d['seq']} races rank "
-                   f"{dx['rank']} core {dx['core']}'s {dx['engine']} {dx['kind']} to it (launch {dx['launch']}, seq "
-                   f"{dx['seq']}), which no {dx['engine']} quiet completed before {where}: it can land after "
-                   f"the reset")
-            cause = unquieted.get(_group_of(trace, x))
-            if cause is not None:
-                msg += " (the atomic was relied on before its quiet: MT404)"
-            yield self.hit(msg, rows=(("reset", r), ("in-flight write", x)),
-                           key=(d["rank"], d["core"], d["seq"]), confidence=Confidence.INFERRED,
-                           rests_on=((dx["rank"], None),), caused_by=(("MT404", cause),) if cause is not None else (),
-                           extra={"writer": dx["rank"], "engine": dx["engine"]})
+        pairs = np.array(pairs, np.int64).reshape(-1, 2)
+        if not len(pairs):
+            return
+        # One hit per reset event, however many words it cleans: its first pair.
+        once = pairs[np.sort(np.unique(w.row[pairs[:, 0]], return_index=True)[1])]
+        reset, write = (w.row[once[:, i]].astype(np.int64) for i in (0, 1))
+        yield _batch(self, trace, w, once[:, 0], reset, write)
+
+
+def _batch(rule, trace, w, entry: np.ndarray, reset: np.ndarray, write: np.ndarray) -> HitColumns:
+    """One typed member per reset: the word of its word-table ``entry`` it cleans, and the write in flight."""
+    d = H.described(trace, reset, ("rank", "core", "launch", "value", "seq"))
+    dx = H.described(trace, write, ("rank", "core", "engine", "kind", "launch", "seq"))
+    region, offset = _words(trace, w, entry)
+    unquieted = _amo_groups(trace)
+    causes = [unquieted.get(g) for g in _groups_of(trace, write)] if unquieted else [None] * len(write)
+    columns, tables = coded_columns((
+        *d.items(), *((f"writer_{name}", values) for name, values in dx.items()),
+        ("region", [H.region_name(trace, r) for r in region.tolist()]), ("offset", offset.tolist()),
+        ("relied_on", [c is not None for c in causes]),
+        ("caused_by", [(("MT404", c),) if c is not None else () for c in causes]),
+        ("rests_on", [((r, None),) for r in dx["rank"]])))
+    return HitColumns(code=rule.code, fields=ResetInFlight, render=_message, extra=_extra, columns=columns,
+                      tables=tables, roles=("reset", "in-flight write"), rows=np.stack((reset, write), axis=1),
+                      key=H.row_keys(trace, reset), constant={"confidence": Confidence.INFERRED})
+
+
+class ResetInFlight(NamedTuple):
+    """A reset of a word that a write of an earlier round, not completed yet, may still land on."""
+
+    rank: int
+    core: int
+    launch: int
+    value: int | None  # what the reset writes
+    seq: int
+    writer_rank: int  # the write in flight
+    writer_core: int
+    writer_engine: str
+    writer_kind: str
+    writer_launch: int
+    writer_seq: int
+    region: str  # the word reset (of the reset's words, the one the write lands on)
+    offset: int
+    relied_on: bool  # the write is an amo MT404 found relied on before its quiet
+
+
+def _message(f: ResetInFlight) -> str:
+    where = "the launch boundary" if f.writer_launch < f.launch else "the barrier"
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: reset of {f.region}[{f.offset}] to {f.value} at seq "
+            f"{f.seq} races rank {f.writer_rank} core {f.writer_core}'s {f.writer_engine} {f.writer_kind} to it "
+            f"(launch {f.writer_launch}, seq {f.writer_seq}), which no {f.writer_engine} quiet completed before "
+            f"{where}: it can land after the reset"
+            + (" (the atomic was relied on before its quiet: MT404)" if f.relied_on else ""))
+
+
+def _extra(f: ResetInFlight) -> dict:
+    return {"writer": f.writer_rank, "engine": f.writer_engine}
+
+
+def _words(trace, w, entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The region and word offset of each word-table entry: ``trace.decode_key``'s, as columns."""
+    rest = w.key_of(entries) % trace.manifest.words_per_rank
+    base = trace.region_base
+    region = np.searchsorted(base, rest, "right") - 1
+    return region, rest - base[region]
 
 
 def _unordered_pairs(table: Table, cround, cov, trace, words: WordTable) -> list:
@@ -236,11 +280,12 @@ def _flag_ordered(table: Table, cov, words: WordTable, j: int, x: int) -> bool:
     return quiet >= 0 and words.flag_edge(quiet, int(table.row[j])) == "ordered"
 
 
-def _group_of(trace, row: int) -> tuple:
-    """MT404's grouping of an amo: (rank, core, launch, site)."""
-    return tuple(int(trace[c][row]) for c in ("rank", "core", "launch", "site"))
+def _groups_of(trace, rows: np.ndarray) -> list[tuple]:
+    """MT404's grouping of amos: (rank, core, launch, site) of each of ``rows``."""
+    return list(zip(*(trace[c][rows].tolist() for c in ("rank", "core", "launch", "site"))))
 
 
 def _amo_groups(trace) -> dict:
     """MT404's hits of this run by the group of their first amo: {group: hit key}."""
-    return {_group_of(trace, h.rows[0][1]): h.key for h in hits_of(trace, "MT404") if h.rows}
+    hits = [h for h in hits_of(trace, "MT404") if h.rows]
+    return dict(zip(_groups_of(trace, np.array([h.rows[0][1] for h in hits], np.int64)), (h.key for h in hits)))
