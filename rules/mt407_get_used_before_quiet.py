@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _hits as H
@@ -11,6 +13,7 @@ from .analysis import codes as C
 from .analysis import regions as R
 from .analysis.groups import group_columns
 from .base import Family, Rule, Severity, hits_of
+from .hit_columns import HitColumns, coded_columns
 
 K_GET, E_MTE, E_SDMA, E_UDMA, E_ROCE = C.K_GET, C.E_MTE, C.E_SDMA, C.E_UDMA, C.E_ROCE
 _SHOW = 8  # (get, use) pairs named in a group's extra
@@ -84,49 +87,101 @@ class GetUsedBeforeQuiet(Rule):
         site = trace["site"]
         ident = np.stack([a.astype(np.int64) for a in (trace["rank"][gets], trace["core"][gets],
                                                          trace["launch"][gets], site[gets], site[use[gets]])])
-        _, first, inv, _ = group_columns(ident)
-        # One stable sort split at the group boundaries (a mask per group costs groups x gets).
-        order = np.argsort(inv, kind="stable")
-        parts = np.split(gets[order], np.flatnonzero(np.diff(inv[order])) + 1)
-        for gid in np.argsort(first, kind="stable"):
-            yield self._hit(trace, parts[int(gid)], use, wrong)
-
-    def _hit(self, trace, gs, use, wrong):
-        g, u, q = int(gs[0]), int(use[gs[0]]), int(wrong[gs[0]])
-        d, du = trace.describe(g), trace.describe(u)
-        rows = [("unquieted get", g), ("use", u)]
-        why = f"no {d['engine']} quiet in between"
-        if q >= 0:
-            rows.append(("quiet of another engine", q))
-            dq = trace.describe(q)
-            named = f"{dq.get('engine', 'all')} quiet" + (f" of peer {dq['peer']}" if "peer" in dq else "")
-            why = f"the {named} at seq {dq['seq']} does not complete it"
-        seq = trace["seq"]
-        more = ""
-        if len(gs) > 1:
-            rows.append(("last get of the group", int(gs[-1])))
-            more = f"; {len(gs)} gets from this site used the same way (seq {int(seq[gs[0]])}..{int(seq[gs[-1]])})"
-        what = du["kind"] + (f" {du['region']}[{du['offset']}]" if "region" in du and du["kind"] != "get" else "")
-        if du["kind"] == "get":
-            what = "get refilling the same destination"
-        msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: {d['engine']} get from rank {d['peer']} "
-               f"{d['region']}[{d['offset']}] into {d['local_region']}[{d['local_offset']}] at seq {d['seq']} "
-               f"is used by the {what} at seq {du['seq']} before it completed; {why}: the data may not have "
-               f"landed{more}")
-        pairs = [[int(seq[x]), int(seq[use[x]])] for x in gs[:_SHOW]]
-        # A get into a destination it refills is legitimate in an atomic-add window: where the
-        # launch's start is lost, the window's opening may be in the gap.
-        gap = H.core_gap(trace, d["rank"], d["core"], d["launch"])
-        weak = H.weakened(msg, gap) if gap else {"message": msg}
-        return self.hit(rows=tuple(rows), key=(d["rank"], d["core"], d["seq"]), **weak,
-                        rests_on=((d["rank"], d["core"]),),
-                        caused_by=_bulk_atomic_cause(trace, g),
-                        extra={"engine": d["engine"], "gets": int(len(gs)), "pairs": pairs})
+        _, first, inv, counts = group_columns(ident)
+        # The groups' members in row order, one stable sort cut at the group boundaries; the groups
+        # in order of their first member.
+        members = gets[np.argsort(inv, kind="stable")]
+        start = np.cumsum(counts) - counts
+        groups = np.argsort(first, kind="stable")
+        yield _batch(self, trace, members, start[groups], counts[groups], use, wrong)
 
 
-def _bulk_atomic_cause(trace, g: int) -> tuple:
-    """The MT702 hit of the get's call site (same rank, core, launch, site), if it has one."""
-    def ident(r):
-        return tuple(int(trace[c][r]) for c in ("rank", "core", "launch", "site"))
-    me = ident(g)
-    return tuple(("MT702", h.key) for h in hits_of(trace, "MT702") if ident(h.rows[0][1]) == me)
+def _batch(rule, trace, members: np.ndarray, start: np.ndarray, size: np.ndarray, use, wrong) -> HitColumns:
+    """One typed member per group of gets (``members[start:start + size]``): its first get, the use,
+    the quiet of another engine before it (if any) and its last get."""
+    get = members[start].astype(np.int64)
+    last = np.where(size > 1, members[start + size - 1], -1).astype(np.int64)
+    used, quiet = use[get].astype(np.int64), wrong[get].astype(np.int64)
+    d = H.described(trace, get, ("rank", "core", "launch", "engine", "peer", "region", "offset", "local_region",
+                                 "local_offset", "seq"))
+    du = H.described(trace, used, ("kind", "region", "offset", "seq"))
+    dq = H.described(trace, np.maximum(quiet, 0), ("engine", "peer", "seq"))
+    had = (quiet >= 0).tolist()
+    seq = trace["seq"]
+    shown = [members[s:s + min(n, _SHOW)] for s, n in zip(start.tolist(), size.tolist())]
+    places = list(zip(d["rank"], d["core"], d["launch"]))
+    # A get into a destination it refills is legitimate in an atomic-add window: where the
+    # launch's start is lost, the window's opening may be in the gap.
+    gaps = [H.core_gap(trace, *at) for at in places]
+    causes = _bulk_atomic_causes(trace, get)
+    columns, tables = coded_columns((
+        *d.items(), *((f"use_{name}", values) for name, values in du.items()),
+        *((f"quiet_{name}", [v if h else None for v, h in zip(values, had)]) for name, values in dq.items()),
+        ("gets", size.tolist()), ("last_seq", seq[np.maximum(last, get)].tolist()),
+        ("pairs", [tuple(zip(seq[x].tolist(), seq[use[x]].tolist())) for x in shown]),
+        ("gap", gaps), ("caused_by", causes), ("rests_on", [((r, c),) for r, c, _ in places])))
+    return HitColumns(code=rule.code, fields=GetUnquieted, render=_message, extra=_extra, columns=columns,
+                      tables=tables, roles=("unquieted get", "use", "quiet of another engine", "last get of the group"),
+                      rows=np.stack((get, used, quiet, last), axis=1), key=H.row_keys(trace, get))
+
+
+class GetUnquieted(NamedTuple):
+    """A group's first get whose destination was used before a quiet of its engine completed it."""
+
+    rank: int
+    core: int
+    launch: int
+    engine: str
+    peer: int
+    region: str  # what it reads on the peer
+    offset: int
+    local_region: str  # where it lands
+    local_offset: int
+    seq: int
+    use_kind: str  # what used the destination
+    use_region: str | None
+    use_offset: int | None
+    use_seq: int
+    quiet_engine: str | None  # the quiet of another engine in between (seq None: none)
+    quiet_peer: int | None
+    quiet_seq: int | None
+    gets: int  # gets of the group
+    last_seq: int
+    pairs: tuple  # the first (get seq, use seq) pairs of the group
+
+
+def _message(f: GetUnquieted) -> str:
+    if f.quiet_seq is None:
+        why = f"no {f.engine} quiet in between"
+    else:  # a quiet that names no engine quiets all of them
+        named = f"{f.quiet_engine or 'all'} quiet" + (f" of peer {f.quiet_peer}" if f.quiet_peer is not None else "")
+        why = f"the {named} at seq {f.quiet_seq} does not complete it"
+    if f.use_kind == "get":
+        what = "get refilling the same destination"
+    else:
+        what = f.use_kind + (f" {f.use_region}[{f.use_offset}]" if f.use_region is not None else "")
+    more = f"; {f.gets} gets from this site used the same way (seq {f.seq}..{f.last_seq})" if f.gets > 1 else ""
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: {f.engine} get from rank {f.peer} "
+            f"{f.region}[{f.offset}] into {f.local_region}[{f.local_offset}] at seq {f.seq} "
+            f"is used by the {what} at seq {f.use_seq} before it completed; {why}: the data may not have "
+            f"landed{more}")
+
+
+def _extra(f: GetUnquieted) -> dict:
+    return {"engine": f.engine, "gets": f.gets, "pairs": [list(p) for p in f.pairs]}
+
+
+def _bulk_atomic_causes(trace, gets: np.ndarray) -> list[tuple]:
+    """Per get, the MT702 hits of its call site (same rank, core, launch, site): a non-MTE get in an
+    atomic-add window refills its destination because the kernel meant an inline reduce."""
+    hits = hits_of(trace, "MT702")
+    if not hits:
+        return [()] * len(gets)
+
+    def sites(rows) -> list[tuple]:
+        return list(zip(*(trace[c][rows].tolist() for c in ("rank", "core", "launch", "site"))))
+
+    by_site: dict = {}
+    for h, site in zip(hits, sites(np.array([h.rows[0][1] for h in hits], np.int64))):
+        by_site.setdefault(site, []).append(("MT702", h.key))
+    return [tuple(by_site.get(site, ())) for site in sites(gets)]
