@@ -118,15 +118,15 @@ class GenerationEq(Rule):
             ("region", d["region"]), ("site", d["site"])))
         columns.update({name: np.array(d[name], np.int64) for name in ("rank", "core", "launch", "offset", "value")})
         columns.update(error=error, timed_out=then_warnings(timed[proven], 0).astype(bool),
-                       held=then_warnings(held[proven], -1), waits=then_warnings(np.zeros(len(proven)), waits))
+                       held=then_warnings(held[proven], -1), waits=then_warnings(np.zeros(len(proven), np.int64), waits))
         yield HitColumns(code=self.code, fields=EqWait, render=_message, extra=_extra, columns=columns, tables=tables,
                          roles=("eq wait", "wait_end", "write beyond target"), rows=rows,
                          key=H.row_keys(trace, wait))
 
 
 def _warnings(trace, begins: np.ndarray, beyond: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first eq wait of each (region, site) none of whose waits is proven beyond its target, in
-    row order, and its count of eq waits that are not."""
+    """Per (region, site) none of whose eq waits is proven beyond its target, in row order: its
+    first eq wait, and how many it has."""
     reg = trace["region"]
     rest = np.flatnonzero(~beyond)
     if not len(rest):
