@@ -16,12 +16,12 @@ from .hit_columns import HitColumns, coded_columns
 K_WRITE, K_PUT, K_PUTSIG, K_SIGNAL, K_AMO = C.K_WRITE, C.K_PUT, C.K_PUTSIG, C.K_SIGNAL, C.K_AMO
 E_MTE, E_LOCAL, E_P2P = C.E_MTE, C.E_LOCAL, C.E_P2P
 _LOOKBACK = 64  # earlier writes of the same word examined per reset
-# A round, (launch, phase), is packed as ((launch - lmin) << 32) + phase: one int64 that
+# A round, (launch, phase), is packed as ((launch - launch_min) << 32) + phase: one int64 that
 # orders like the pair (phases count from 0).
 
 
 @kernel
-def _round_of_cover(kind, engine, cov, launch, phase_all, lmin, out):
+def _round_of_cover(kind, engine, cov, launch, phase_all, launch_min, out):
     # Per row, in row order (cov is a later row of the same core: no random reads): -2 not a
     # write that can be in flight, -1 never completed, else its completion's (launch, phase).
     for i in range(len(kind)):
@@ -34,12 +34,12 @@ def _round_of_cover(kind, engine, cov, launch, phase_all, lmin, out):
         if (k == K_SIGNAL or k == K_AMO) and (engine[i] == E_MTE or engine[i] == E_LOCAL or engine[i] == E_P2P):
             continue
         q = cov[i]
-        out[i] = -1 if q < 0 else ((launch[q] - lmin) << 32) + phase_all[q]
+        out[i] = -1 if q < 0 else ((launch[q] - launch_min) << 32) + phase_all[q]
 
 
 class Table(NamedTuple):
     """The word table's columns ``_scan`` reads (``analysis.WordTable``)."""
-    ck: np.ndarray
+    key_launch: np.ndarray
     launch_span: np.int64
     row: np.ndarray
     phase: np.ndarray
@@ -53,17 +53,17 @@ def _scan(table, cround, cov, rank, core, excused):
     # that raced (reported once) or completed before a reset's round is unlinked, since the
     # run's rounds only grow. Plain arrays sized once and hits in a list: an array variable
     # reassigned in the loop makes numba count references on every inner iteration.
-    # Within a key's run ck is (launch - lmin) plus a constant: it orders and rebuilds launches.
+    # Within a key's run key_launch is (launch - launch_min) plus a constant: it orders and rebuilds launches.
     # excused: sorted j * m + x of the pairs a flag orders (the write's quiet before the reset),
     # passed over like a write its quiet completes earlier on the reset's own core.
-    wck, lspan, wrow, wphase, wkind = table
+    key_launch, launch_span, wrow, wphase, wkind = table
     m = len(wrow)
     longest = 0
     a = 0
     while a < m:
         b = a
-        end = (wck[a] // lspan + 1) * lspan  # the key's entries: ck below the next key's
-        while b < m and wck[b] < end:
+        end = (key_launch[a] // launch_span + 1) * launch_span  # the key's entries: key_launch below the next key's
+        while b < m and key_launch[b] < end:
             b += 1
         longest = max(longest, b - a)
         a = b
@@ -75,8 +75,8 @@ def _scan(table, cround, cov, rank, core, excused):
     while a < m:
         b = a
         resets = False
-        end = (wck[a] // lspan + 1) * lspan
-        while b < m and wck[b] < end:
+        end = (key_launch[a] // launch_span + 1) * launch_span
+        while b < m and key_launch[b] < end:
             resets = resets or wkind[b] == K_WRITE
             b += 1
         if not resets:
@@ -88,13 +88,13 @@ def _scan(table, cround, cov, rank, core, excused):
         for j in range(a, b):
             if wkind[j] == K_WRITE:
                 r = wrow[j]
-                rj = ((wck[j] - (end - lspan)) << 32) + wphase[j]
+                rj = ((key_launch[j] - (end - launch_span)) << 32) + wphase[j]
                 x = tail
                 while x >= 0 and x >= j - _LOOKBACK:
                     px = prv[x - a]
                     c = cr[x - a]
                     # Only writes of an earlier round: a previous launch or barrier phase.
-                    if wck[x] < wck[j] or wphase[x] < wphase[j]:
+                    if key_launch[x] < key_launch[j] or wphase[x] < wphase[j]:
                         raced = True
                         if c >= 0:
                             if c < rj:  # completed before the boundary the reset comes after
@@ -182,11 +182,11 @@ class ResetRacesInflight(Rule):
             return
         order = ctx.stage(HappensBefore)
         phase_all, cov, launch = order.phase_all, order.completed_at(), trace["launch"]
-        lmin = np.int64(w.lmin)  # the table's: its ck holds launch - lmin
+        launch_min = np.int64(w.launch_min)  # the table's: its key_launch holds launch - launch_min
         cround = np.empty(trace.n, np.int64)
-        _round_of_cover(trace["kind"], trace["engine"], cov, launch, phase_all, lmin, cround)
-        pairs = _unordered_pairs(Table(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind), cround, cov, trace,
-                                 ctx.stage(WordTable))
+        _round_of_cover(trace["kind"], trace["engine"], cov, launch, phase_all, launch_min, cround)
+        table = Table(w.key_launch, np.int64(w.launch_span), w.row, w.phase, w.kind)
+        pairs = _unordered_pairs(table, cround, cov, trace, ctx.stage(WordTable))
         del cround
         pairs = np.array(pairs, np.int64).reshape(-1, 2)
         if not len(pairs):

@@ -21,13 +21,13 @@ NULL64 = C.NULL64
 
 
 @kernel
-def _final_max(ck, lspan, after, out):
+def _final_max(key_launch, launch_span, after, out):
     # Per word, the largest value it was seen to hold (a generation only grows).
     cur = NULL64
     end = 0
-    for i in range(len(ck)):
-        if i == 0 or ck[i] >= end:  # a new key: its entries have ck below the next key's
-            end = (ck[i] // lspan + 1) * lspan
+    for i in range(len(key_launch)):
+        if i == 0 or key_launch[i] >= end:  # a new key: its entries have key_launch below the next key's
+            end = (key_launch[i] // launch_span + 1) * launch_span
             cur = NULL64
         if after[i] != NULL64 and after[i] > cur:
             cur = after[i]
@@ -85,7 +85,7 @@ class GenerationEq(Rule):
         w = ctx.stage(WordTable).table
         vmax = np.full(len(w.row), NULL64, np.int64)
         if len(w.row):
-            _final_max(w.ck, np.int64(w.lspan), w.after, vmax)
+            _final_max(w.key_launch, np.int64(w.launch_span), w.after, vmax)
         bkey = trace.key[begins]
         # The word's largest value: the last entry of its key in the sorted words.
         at = w.key_bounds(bkey)[1] - 1 if len(w.row) else np.full(len(begins), -1)

@@ -8,7 +8,7 @@ import pytest
 from ingest.contract import Engine, Kind, Op, PipeEvent, PipeOp, Scope
 from rules import mt402_atomic_none_undrained as m402
 from rules import mt404_amo_used_before_quiet as m404
-from rules import mt407_get_used_before_quiet as m407
+from rules import _get_scan as get_scan
 from rules import mt603_concurrent_rma_amo as m603
 from rules import mt604_overlapping_output_writes as m604
 from rules.analysis import _passes as P
@@ -88,8 +88,8 @@ def test_kernels_match_py_func(seed):
     dext = rng.integers(1, 4, n).astype(np.int64)
     tracked = (a["kind"] == C.K_GET) & (rng.random(n) < 0.8)
     done = _completion(a)
-    _returned(m407._scan, a["seg"], m407.Events(a["kind"], a["engine"], a["pipe_op"], a["event"].astype(np.int64),
-                                                 a["key"]), m407.Gets(dext, tracked, prev), a["flag"], done)
+    events = get_scan.Events(a["kind"], a["engine"], a["pipe_op"], a["event"].astype(np.int64), a["key"])
+    _returned(get_scan.scan, a["seg"], events, get_scan.Gets(dext, tracked, prev), a["flag"], done)
     _returned(m402._scan, a["seg"], a["kind"], a["engine"], a["op"], a["pipe_op"], a["event"],
               _completion(a, ends=False, peers=False))
     _both(m404._scan, _full(n), a["seg"], a["kind"], a["engine"], a["peer"], a["key"], NRANKS, done)

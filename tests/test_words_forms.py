@@ -17,7 +17,7 @@ from rules.analysis import _words as W
 from rules.analysis import _words_packed as WP
 from rules.trace import TraceView
 
-FIELDS = ("row", "region", "phase", "op", "value", "after", "last", "ck", "kind")
+FIELDS = ("row", "region", "phase", "op", "value", "after", "last", "key_launch", "kind")
 
 
 def _cases():
@@ -36,7 +36,7 @@ def _assert_packed_is_lexsort(fixture: Path, tmp_path: Path) -> None:
     if packed is None:  # nothing flag-like written: the general form is empty too
         assert len(general.row) == 0
         return
-    assert (packed.lmin, packed.lspan) == (general.lmin, general.lspan)
+    assert (packed.launch_min, packed.launch_span) == (general.launch_min, general.launch_span)
     for f in FIELDS:
         a, b = getattr(packed, f), getattr(general, f)
         assert a.dtype == b.dtype, f

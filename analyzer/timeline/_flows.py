@@ -54,8 +54,9 @@ def release_pairs(trace, drawn: np.ndarray) -> list[tuple[int, int, dict]]:
     key = trace.key[begins][wait] + word
     w = word_table(trace).table
     launch = trace["launch"][ends][wait].astype(np.int64)
-    ck = w.ckey(key, launch)
-    here_lo, here_hi = np.searchsorted(w.ck, ck, "left"), np.searchsorted(w.ck, ck + 1, "left")
+    key_launch = w.key_launch_of(key, launch)
+    here_lo = np.searchsorted(w.key_launch, key_launch, "left")
+    here_hi = np.searchsorted(w.key_launch, key_launch + 1, "left")
     key_lo, _ = w.key_bounds(key)
     at = np.full(len(wait), -1, np.int64)
     how = np.zeros(len(wait), np.int8)

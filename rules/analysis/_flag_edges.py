@@ -113,8 +113,9 @@ class FlagOrder:
         if self._flag_rows is None:
             t, w = self.t, self.w
             we = np.flatnonzero((t["kind"] == C.K_WEND) & (t.key >= 0))
-            ck = np.unique(w.ckey(t.key[we], self.launch[we]))
-            lo, hi = np.searchsorted(w.ck, ck, "left"), np.searchsorted(w.ck, ck, "right")
+            key_launch = np.unique(w.key_launch_of(t.key[we], self.launch[we]))
+            lo = np.searchsorted(w.key_launch, key_launch, "left")
+            hi = np.searchsorted(w.key_launch, key_launch, "right")
             self._flag_rows = np.unique(w.row[expand(lo, hi - lo)[0]])
         return self._flag_rows
 
@@ -185,8 +186,9 @@ class FlagOrder:
         found = self._entries.get(e)
         if found is None:
             w = self.w
-            ck = w.ckey(int(self.t.key[e]), int(self.launch[e]))
-            lo, hi = np.searchsorted(w.ck, ck, "left"), np.searchsorted(w.ck, ck, "right")
+            key_launch = w.key_launch_of(int(self.t.key[e]), int(self.launch[e]))
+            lo = np.searchsorted(w.key_launch, key_launch, "left")
+            hi = np.searchsorted(w.key_launch, key_launch, "right")
             rows = w.row[lo:hi].astype(np.int64)
             found = self._entries[e] = (rows, w.op[lo:hi], w.value[lo:hi], rows.tolist())
         return found

@@ -39,9 +39,10 @@ class Observed(NamedTuple):
 def start_value(trace, w, key: int, launch: int) -> int | None:
     """The word's value when ``launch`` began, where every add to it since the trace's start is held."""
     window = getattr(trace, "blocks", None)
-    if trace.partial or (window is not None and window[0] != 0) or w.lmin != 0:
+    if trace.partial or (window is not None and window[0] != 0) or w.launch_min != 0:
         return None
-    lo, hi = np.searchsorted(w.ck, w.ckey(key, w.lmin), "left"), np.searchsorted(w.ck, w.ckey(key, launch), "left")
+    lo = np.searchsorted(w.key_launch, w.key_launch_of(key, w.launch_min), "left")
+    hi = np.searchsorted(w.key_launch, w.key_launch_of(key, launch), "left")
     if (w.op[lo:hi] != C.OP_ADD).any() or (w.value[lo:hi] == C.NULL64).any():
         return None
     _, region, _ = trace.decode_key(key)

@@ -27,14 +27,15 @@ def _prev_own_reset(idx, table, rank, wpr, reset, at, prev):
     # reset. A backward walk per group: each group has one last entry, so the walks cover the
     # table once. Returns how many have one; writes (t, x) of each into (at, prev) where they
     # have room (a first call with no room counts: such resets are few, the entries millions).
-    wck, lspan, wrow, wkind = table.ck, table.launch_span, table.row, table.kind
+    key_launch, launch_span, wrow, wkind = table.key_launch, table.launch_span, table.row, table.kind
     wvalue, wregion = table.value, table.region
     found = 0
     for t in range(len(idx)):
         i = idx[t]
         x = i - 1
-        while x >= 0 and wck[x] == wck[i]:
-            if wkind[x] == K_WRITE and rank[wrow[x]] == wck[x] // lspan // wpr and wvalue[x] == reset[wregion[x]]:
+        while x >= 0 and key_launch[x] == key_launch[i]:
+            if (wkind[x] == K_WRITE and rank[wrow[x]] == key_launch[x] // launch_span // wpr
+                    and wvalue[x] == reset[wregion[x]]):
                 if found < len(at):
                     at[found] = t
                     prev[found] = x

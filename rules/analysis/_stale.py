@@ -44,7 +44,7 @@ def _stale_scan(lo, hi, table, rank, core, phase_all, waits, out):
     # reached), the value came from an earlier launch: name the last one.
     # waits: (wait_end rows, their keys); lo, hi: per wait_end, the table entries of its (key, launch).
     erow, ekey = waits
-    wck, lspan, wrow, wphase = table.ck, table.launch_span, table.row, table.phase
+    key_launch, launch_span, wrow, wphase = table.key_launch, table.launch_span, table.row, table.phase
     for j in range(len(erow)):
         e = erow[j]
         can = False
@@ -56,7 +56,7 @@ def _stale_scan(lo, hi, table, rank, core, phase_all, waits, out):
                 break
         if not can:
             p = lo[j] - 1
-            if p >= 0 and wck[p] // lspan == ekey[j]:
+            if p >= 0 and key_launch[p] // launch_span == ekey[j]:
                 out[j] = p
 
 
@@ -83,13 +83,13 @@ def _stale_waits(view) -> StaleWaits:
         return empty
     w = words(view)
     ekey = view.key[ends]
-    eck = w.ckey(ekey, view["launch"][ends])
+    waited_key_launch = w.key_launch_of(ekey, view["launch"][ends])
     # Searched in sorted order (the table is far larger than the cache): the same bounds,
     # a fraction of the misses.
-    order = np.argsort(eck, kind="stable")
-    lo, hi = np.empty(len(eck), np.int64), np.empty(len(eck), np.int64)
-    lo[order] = np.searchsorted(w.ck, eck[order], "left")
-    hi[order] = np.searchsorted(w.ck, eck[order], "right")
+    order = np.argsort(waited_key_launch, kind="stable")
+    lo, hi = np.empty(len(waited_key_launch), np.int64), np.empty(len(waited_key_launch), np.int64)
+    lo[order] = np.searchsorted(w.key_launch, waited_key_launch[order], "left")
+    hi[order] = np.searchsorted(w.key_launch, waited_key_launch[order], "right")
     phase_all, _ = _phases.phases(view)
     out = np.full(len(ends), -1, np.int64)
     _stale_scan(lo, hi, Entries.of(w), view["rank"], view["core"], phase_all, (ends, ekey), out)

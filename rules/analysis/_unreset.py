@@ -39,21 +39,21 @@ class Resets(NamedTuple):
 def _unreset(table, resets, out):
     # Per key run of the table: last entries of a launch off the reset value, unless excused by
     # clean-before-use (the next launch's first write to the word, or any launch's, is the reset).
-    wck, lspan, wkind, wop, wvalue = table.ck, table.launch_span, table.kind, table.op, table.value
+    key_launch, launch_span, wkind, wop, wvalue = table.key_launch, table.launch_span, table.kind, table.op, table.value
     wafter, wlast, wregion = table.after, table.last, table.region
     reset, has_reset, monotonic = resets
-    m = len(wck)
+    m = len(key_launch)
 
     def clean_first(i):  # a launch's first write to the word is the owner's reset
-        return (i == 0 or wck[i] != wck[i - 1]) and wkind[i] == K_WRITE and wop[i] == OP_SET \
+        return (i == 0 or key_launch[i] != key_launch[i - 1]) and wkind[i] == K_WRITE and wop[i] == OP_SET \
             and wvalue[i] == reset[wregion[i]]
 
     a = 0
     while a < m:
         b = a
         anyclean = False
-        end = (wck[a] // lspan + 1) * lspan  # the key's entries: ck below the next key's
-        while b < m and wck[b] < end:
+        end = (key_launch[a] // launch_span + 1) * launch_span  # the key's entries: key_launch below the next key's
+        while b < m and key_launch[b] < end:
             anyclean = anyclean or clean_first(b)
             b += 1
         for i in range(a, b):
@@ -68,27 +68,27 @@ _COUNTED_LAUNCHES = 1 << 16  # launch spans up to this are counting-sorted; wide
 
 
 @helper
-def _launch_of(c, key_base, lspan):
+def _launch_of(c, key_base, launch_span):
     # The launch part of composite key c, and its key's first composite key: a division only where
-    # c leaves the key of the previous call (ck ascends, and a key holds an entry per launch).
-    if c >= key_base + lspan or c < key_base:
-        key_base = c - c % lspan
+    # c leaves the key of the previous call (key_launch ascends, and a key holds an entry per launch).
+    if c >= key_base + launch_span or c < key_base:
+        key_base = c - c % launch_span
     return c - key_base, key_base
 
 
 @kernel
-def _group_runs(idx, ck, lspan, words_per_rank, region, out, starts):
+def _group_runs(idx, key_launch, launch_span, words_per_rank, region, out, starts):
     # idx ascends in table order, which sorts by key (owner, then word address) and then launch: a
     # region is one address range, so each (owner, region) is one run of idx. Within a run the
     # entries are ordered by launch, each launch's in table order (a counting sort where the launch
     # span is small, as in every real trace; else a stable argsort of the run), and the run's groups
     # are written out in order of their first entry. Returns the number of groups; starts[g] is
     # where group g begins in out. Divisions are few (~40 cycles each, and a trace that leaves
-    # every count unreset has 15 M entries a window): a run ends where ck reaches the next owner's
-    # first composite key, and an entry's launch is ck less its key's first composite key.
+    # every count unreset has 15 M entries a window): a run ends where key_launch reaches the next owner's
+    # first composite key, and an entry's launch is key_launch less its key's first composite key.
     n = len(idx)
-    counted = lspan <= _COUNTED_LAUNCHES
-    slots = lspan if counted else 1
+    counted = launch_span <= _COUNTED_LAUNCHES
+    slots = launch_span if counted else 1
     size = np.zeros(slots, np.int64)  # per launch of the current run: its entries
     first = np.empty(slots, np.int64)  # ... its first entry (a position in idx)
     fill = np.empty(slots, np.int64)  # ... where its next entry goes in out
@@ -97,19 +97,19 @@ def _group_runs(idx, ck, lspan, words_per_rank, region, out, starts):
     pos = 0
     a = 0
     while a < n:
-        owner, reg = ck[idx[a]] // lspan // words_per_rank, region[idx[a]]
+        owner, reg = key_launch[idx[a]] // launch_span // words_per_rank, region[idx[a]]
         # The next owner's first composite key, where the product fits (far-apart launch numbers
         # can make it overflow: then each entry's owner is divided out).
-        fits = owner + 1 <= top // lspan // words_per_rank
-        end = (owner + 1) * words_per_rank * lspan if fits else top
+        fits = owner + 1 <= top // launch_span // words_per_rank
+        end = (owner + 1) * words_per_rank * launch_span if fits else top
         b = a + 1
-        while b < n and region[idx[b]] == reg and (ck[idx[b]] < end if fits
-                                                   else ck[idx[b]] // lspan // words_per_rank == owner):
+        while b < n and region[idx[b]] == reg and (key_launch[idx[b]] < end if fits
+                                                   else key_launch[idx[b]] // launch_span // words_per_rank == owner):
             b += 1
         if counted:
-            key_base = np.int64(-1) - lspan
+            key_base = np.int64(-1) - launch_span
             for t in range(a, b):
-                launch, key_base = _launch_of(ck[idx[t]], key_base, lspan)
+                launch, key_base = _launch_of(key_launch[idx[t]], key_base, launch_span)
                 if size[launch] == 0:
                     first[launch] = t
                 size[launch] += 1
@@ -119,16 +119,16 @@ def _group_runs(idx, ck, lspan, words_per_rank, region, out, starts):
                 count += 1
                 fill[launch] = pos
                 pos += size[launch]
-            key_base = np.int64(-1) - lspan
+            key_base = np.int64(-1) - launch_span
             for t in range(a, b):
-                launch, key_base = _launch_of(ck[idx[t]], key_base, lspan)
+                launch, key_base = _launch_of(key_launch[idx[t]], key_base, launch_span)
                 out[fill[launch]] = idx[t]
                 fill[launch] += 1
             size[used] = 0
         else:
             launches = np.empty(b - a, np.int64)
             for t in range(a, b):
-                launches[t - a] = ck[idx[t]] % lspan
+                launches[t - a] = key_launch[idx[t]] % launch_span
             order = np.argsort(launches, kind="mergesort")
             lo = np.empty(b - a + 1, np.int64)  # each launch's bounds in order, and its first entry
             firsts = np.empty(b - a, np.int64)
@@ -213,7 +213,7 @@ def _by_group(idx: np.ndarray, w, words_per_rank: int) -> tuple[np.ndarray, np.n
     entries: no key, owner or group-id array of their length, no sort of them all)."""
     out = np.empty_like(idx)
     starts = np.empty(len(idx) + 1, np.int64)
-    count = _group_runs(idx, w.ck, np.int64(w.lspan), np.int64(words_per_rank), w.region, out, starts)
+    count = _group_runs(idx, w.key_launch, np.int64(w.launch_span), np.int64(words_per_rank), w.region, out, starts)
     starts[count] = len(idx)
     return out, starts[:count + 1].copy()
 
@@ -250,16 +250,16 @@ def _unreset_groups(view) -> Unreset:
     # launch, or stopped) has had no chance to consume and reset what peers sent it.
     # A group is one (owner, launch): looked up per group, not per word, as (rank, launch) packed
     # into one int64: no table of ranks x launches (launch numbers may lie 2^31 apart).
-    owner, offset = w.key_of(firsts) // wpr, w.launch_of(firsts) - w.lmin
+    owner, offset = w.key_of(firsts) // wpr, w.launch_of(firsts) - w.launch_min
     ranks = int(view.manifest.ranks)
     ends = np.flatnonzero(kind == K_END)
-    er, el = view["rank"][ends].astype(np.int64), view["launch"][ends].astype(np.int64) - w.lmin
-    ok = (er >= 0) & (er < ranks) & (el >= 0) & (el < w.lspan)
-    unfinished = [r * w.lspan + (L - w.lmin) for r, L in _passes.incomplete_launches(view)
-                  if 0 <= r < ranks and 0 <= L - w.lmin < w.lspan]
-    done = np.setdiff1d(er[ok] * w.lspan + el[ok], np.array(unfinished, np.int64))
+    er, el = view["rank"][ends].astype(np.int64), view["launch"][ends].astype(np.int64) - w.launch_min
+    ok = (er >= 0) & (er < ranks) & (el >= 0) & (el < w.launch_span)
+    unfinished = [r * w.launch_span + (L - w.launch_min) for r, L in _passes.incomplete_launches(view)
+                  if 0 <= r < ranks and 0 <= L - w.launch_min < w.launch_span]
+    done = np.setdiff1d(er[ok] * w.launch_span + el[ok], np.array(unfinished, np.int64))
     inside = (owner >= 0) & (owner < ranks)
-    ran = inside & np.isin(np.where(inside, owner, 0) * w.lspan + offset, done)
+    ran = inside & np.isin(np.where(inside, owner, 0) * w.launch_span + offset, done)
     if not ran.all():
         members, bounds = _kept_groups(members, bounds, ran)
         firsts = firsts[ran]
@@ -267,13 +267,13 @@ def _unreset_groups(view) -> Unreset:
             return empty
     # The owner's last wait_end on each group's first word, in its launch: it consumed, then did not reset.
     wends = np.flatnonzero(kind == K_WEND)
-    eck = w.ckey(view.key[wends], view["launch"][wends])
-    eorder = np.argsort(eck, kind="stable")
-    eck, wends = eck[eorder], wends[eorder]
+    waited_key_launch = w.key_launch_of(view.key[wends], view["launch"][wends])
+    eorder = np.argsort(waited_key_launch, kind="stable")
+    waited_key_launch, wends = waited_key_launch[eorder], wends[eorder]
     wait_row = np.full(len(firsts), -1, np.int64)
     if len(wends):  # a trace may hold no completed wait at all
-        hi = np.searchsorted(eck, w.ck[firsts], "right")
-        waited = (hi > 0) & (eck[np.maximum(hi - 1, 0)] == w.ck[firsts])
+        hi = np.searchsorted(waited_key_launch, w.key_launch[firsts], "right")
+        waited = (hi > 0) & (waited_key_launch[np.maximum(hi - 1, 0)] == w.key_launch[firsts])
         wait_row[waited] = wends[hi[waited] - 1]
     return Unreset(members, bounds, w.key_of(firsts) // wpr, w.region[firsts].astype(np.int64),
                    w.launch_of(firsts).astype(np.int64), wait_row)

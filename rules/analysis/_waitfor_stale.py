@@ -85,7 +85,8 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     has = lw >= 0
     # The slots of this rank's words left unreset, per (region, launch).
     nl = tb.nlaunch
-    slots = np.concatenate([(reg * nl + L) * tb.slots_per_rank + offsets(t, g) // int(tb.sw[reg]) for reg, L, g in mine])
+    slots = np.concatenate([(reg * nl + L) * tb.slots_per_rank + offsets(t, g) // int(tb.sw[reg])
+                            for reg, L, g in mine])
     rl = region * nl + lw
     hit = has & np.isin(rl * tb.slots_per_rank + slot, slots)
     out = []

@@ -139,9 +139,9 @@ def _build_lexsort(trace) -> Words:
     wval = np.concatenate((value[r1], mval, value[ps]))
     launch = trace["launch"]
     wl = launch[rows].astype(np.int64)
-    lmin = int(launch.min()) if trace.n else 0
-    lspan = (int(launch.max()) - lmin + 2) if trace.n else 1
-    ck = wkey * lspan + (wl - lmin)
+    launch_min = int(launch.min()) if trace.n else 0
+    launch_span = (int(launch.max()) - launch_min + 2) if trace.n else 1
+    key_launch = wkey * launch_span + (wl - launch_min)
 
     # after_wait: merge with the wait_ends of the same keys.
     # A multi-word wait (`words` on its begin) covers each of its words.
@@ -154,7 +154,7 @@ def _build_lexsort(trace) -> Words:
     we = we[wsrc]
     both = np.concatenate((rows, we))
     mrc = trace["rank"][both].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"][both]
-    mk = np.concatenate((ck, wk * lspan + (launch[we].astype(np.int64) - lmin)))
+    mk = np.concatenate((key_launch, wk * launch_span + (launch[we].astype(np.int64) - launch_min)))
     mrow = both
     mw = np.concatenate((np.zeros(len(rows), bool), np.ones(len(we), bool)))
     order = np.lexsort((mrow, mrc, mk))
@@ -167,8 +167,9 @@ def _build_lexsort(trace) -> Words:
 
     phase_all, _ = _phases.phases(trace)
     wph = phase_all[rows].astype(np.int64)
-    order = np.lexsort((rows, aw, wph, ck))
-    rows, wkey, wreg, wl, wph, wop, wval, ck = (a[order] for a in (rows, wkey, wreg, wl, wph, wop, wval, ck))
+    order = np.lexsort((rows, aw, wph, key_launch))
+    rows, wkey, wreg, wl, wph, wop, wval, key_launch = (a[order] for a in (rows, wkey, wreg, wl, wph, wop, wval,
+                                                                          key_launch))
     init = rt["reset"][wreg]
     init_known = rt["has_reset"][wreg]
     after = np.zeros(len(rows), np.int64)
@@ -177,15 +178,15 @@ def _build_lexsort(trace) -> Words:
         _simulate(wkey, wl, wop, wval, init, init_known, after, last)
     # The packed form's dtypes: rows, region, phase and op as narrow as their columns.
     return Words(rows.astype(C.row_dtype(trace.n)), wreg.astype(np.int16), wph.astype(np.int32),
-                 wop.astype(np.int8), wval, after, last, ck, lmin, lspan, kind[rows], unit)
+                 wop.astype(np.int8), wval, after, last, key_launch, launch_min, launch_span, kind[rows], unit)
 
 
 # ---- packed form ------------------------------------------------------------
 # The order (key, launch, phase_all, after_wait, row) packed into one unique
-# int64 per entry, ((ck * nph + phase) * n + row) * 2 + is_putsig_signal, and
+# int64 per entry, ((key_launch * nph + phase) * n + row) * 2 + is_putsig_signal, and
 # sorted in place (no argsort, no gathers of entry arrays): every field of an
 # entry decodes from it and the row's columns.  after_wait is not in the key:
-# it only reorders entries within a (ck, phase) group, which the final pass
+# it only reorders entries within a (key_launch, phase) group, which the final pass
 # does as a stable partition.  Ties of (key, row) exist only between a
 # put_signal's payload word and its signal word, and is_putsig_signal orders
 # them as the concatenation did.

@@ -83,7 +83,7 @@ def build_packed(trace) -> Words | None:
     del rows
     packed.sort()
 
-    # Waits by (ck, rank/core), then row: a group's first wait is where a search for the group lands.
+    # Waits by (key_launch, rank/core), then row: a group's first wait is where a search for the group lands.
     wait_keys = np.empty(wn, np.int64)
     K.pack_wait_keys(True, waits, packing, strict, sq.room if strict else room, wait_keys)
     wait_keys.sort()

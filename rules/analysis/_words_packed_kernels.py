@@ -162,7 +162,7 @@ def pack_rows(fill, rows, packing, strict, info, packed):
 
 @kernel
 def pack_wait_keys(fill, waits, packing, strict, room, out):
-    # One entry per word a completed-or-not wait_end covers: ((ck, rank/core), row), packed.
+    # One entry per word a completed-or-not wait_end covers: ((key_launch, rank/core), row), packed.
     # strict: keys renumbered (room: words left in the key's flag-like region); a wait on no
     # flag-like word matches no entry, one running out of its region returns -1.
     kind, key, wait_begin, words, launch, rank, core, region, unit = waits
@@ -196,8 +196,8 @@ def pack_wait_keys(fill, waits, packing, strict, room, out):
 
 @kernel
 def unpack(packed, packing, wait_keys, info, regions, out):
-    # Per (ck, phase) group of the sorted packed: decode, move the writes after a wait of
-    # their core on the word behind the others (stable), simulate. packed becomes ck (keys
+    # Per (key_launch, phase) group of the sorted packed: decode, move the writes after a wait of
+    # their core on the word behind the others (stable), simulate. packed becomes key_launch (keys
     # renumbered by _words_squeeze when squeezed_words > 0: decoded back to the trace's keys).
     # One 64-bit division per group: the rest of the decode is products and compares, and the
     # word's key is divided out only when the group starts a new one (a division is ~40 cycles,

@@ -28,12 +28,13 @@ def widest(trace) -> int:
 
 @dataclass(frozen=True)
 class Words:
-    """The table, one entry per word write, sorted by ``ck``.
+    """The table, one entry per word write, sorted by ``key_launch``.
 
-    An entry stands for ``unit[region]`` words (a slot written and waited on whole, ``_units``), keyed
-    by the first; elsewhere for one. An entry's key and launch are not stored (two arrays of the table's length):
-    ``ck`` holds both, key * lspan + (launch - lmin), so ``key_of`` / ``launch_of``
-    decode them and the entries of one key are ``ck`` in [key * lspan, (key + 1) * lspan).
+    An entry stands for ``unit[region]`` words (a slot written and waited on whole, ``_units``),
+    keyed by the first; elsewhere for one. An entry's key and launch are not stored (two arrays of
+    the table's length): ``key_launch`` holds both, key * launch_span + (launch - launch_min), so
+    ``key_of`` / ``launch_of`` decode them and the entries of one key are ``key_launch`` in
+    [key * launch_span, (key + 1) * launch_span).
     """
 
     row: np.ndarray      # event row of the write (``codes.row_dtype``)
@@ -43,9 +44,9 @@ class Words:
     value: np.ndarray    # int64, NULL64 where the trace does not say
     after: np.ndarray    # simulated word value after this write (NULL64 = unknown)
     last: np.ndarray     # bool: last write of its (key, launch) group
-    ck: np.ndarray       # composite (key, launch) sort key, ascending
-    lmin: int
-    lspan: int
+    key_launch: np.ndarray  # composite (key, launch) sort key, ascending
+    launch_min: int         # the view's first launch
+    launch_span: int        # launches from launch_min, plus one: key_launch // launch_span is the key
     kind: np.ndarray     # kind of the row (int8): rules test it per entry without a gather from the trace
     unit: np.ndarray     # per region id: the words one entry stands for, the first its key (``_units``)
 
@@ -53,26 +54,28 @@ class Words:
         """The words entry (or entries) ``i`` stand for."""
         return self.unit[self.region[i]]
 
-    def ckey(self, key, launch):
-        return np.asarray(key, np.int64) * self.lspan + (np.asarray(launch, np.int64) - self.lmin)
+    def key_launch_of(self, key, launch):
+        """The composite sort key of (key, launch) (arrays alike)."""
+        return np.asarray(key, np.int64) * self.launch_span + (np.asarray(launch, np.int64) - self.launch_min)
 
     def key_of(self, i):
         """Element key of entry (or entries) ``i``."""
-        return self.ck[i] // self.lspan
+        return self.key_launch[i] // self.launch_span
 
     def launch_of(self, i):
-        return self.ck[i] % self.lspan + self.lmin
+        return self.key_launch[i] % self.launch_span + self.launch_min
 
     def key_bounds(self, key):
         """(lo, hi): the entries of ``key`` (a scalar or an array of keys) are lo .. hi - 1."""
-        k = np.asarray(key, np.int64) * self.lspan
-        return np.searchsorted(self.ck, k, "left"), np.searchsorted(self.ck, k + self.lspan, "left")
+        k = np.asarray(key, np.int64) * self.launch_span
+        return (np.searchsorted(self.key_launch, k, "left"),
+                np.searchsorted(self.key_launch, k + self.launch_span, "left"))
 
 
 class Entries(NamedTuple):
     """The word table's columns the scans read (``Words``), as numba takes them."""
-    ck: np.ndarray            # (key, launch) per entry, ascending
-    launch_span: np.int64     # ck // launch_span: the entry's key
+    key_launch: np.ndarray    # (key, launch) per entry, ascending
+    launch_span: np.int64     # key_launch // launch_span: the entry's key
     row: np.ndarray
     phase: np.ndarray
     kind: np.ndarray
@@ -84,4 +87,5 @@ class Entries(NamedTuple):
 
     @classmethod
     def of(cls, w) -> Entries:
-        return cls(w.ck, np.int64(w.lspan), w.row, w.phase, w.kind, w.op, w.value, w.after, w.last, w.region)
+        return cls(w.key_launch, np.int64(w.launch_span), w.row, w.phase, w.kind, w.op, w.value, w.after, w.last,
+                   w.region)
