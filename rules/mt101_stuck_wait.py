@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
 from ingest.contract import Cmp
 
+from . import _hang
 from .analysis import Stage, WaitForGraph
 from .base import Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 
 class StuckWait(Rule):
@@ -56,41 +62,93 @@ class StuckWait(Rule):
 
     def check(self, trace, ctx):
         wf = ctx.stage(WaitForGraph)
+        nodes = wf.waits()
+        if not nodes:
+            return
         stops = wf.stops
-        for n in wf.waits():
-            msg, causes = message(trace, n), n.caused_by
+        members, causes = [], []
+        for n in nodes:
             own = stops.get(n.rank)
+            stopped_at = None
+            cited = tuple(n.caused_by)
             if not n.roots and n.cycle is None and own is not None and own[1] == "stopped":
                 # Another core of the waiting rank stopped mid-kernel: the kernel trapped (an abort
                 # kills every core of the rank), so the wait never returned, whatever arrived.
-                msg += (f"; another core of rank {n.rank} stopped mid-kernel (last event at seq {own[0][2]}): "
-                        f"the rank's kernel died, and this wait with it")
-                causes = tuple(causes) + (("MT103", own[0]),)
-            yield self.hit(msg, rows=rows_of(n), key=n.key, caused_by=causes, blocks=((n.rank, n.core),),
-                           confidence=n.confidence, extra=extra_of(wf, n), defect=defect_of(n))
+                stopped_at = own[0][2]
+                cited += (("MT103", own[0]),)
+            members.append(_unended(wf, n, stopped_at))
+            causes.append(cited)
+        columns, tables = coded_columns((
+            *zip(UnendedWait._fields, zip(*members)), ("caused_by", causes),
+            ("blocks", [((n.rank, n.core),) for n in nodes]), ("confidence", [n.confidence for n in nodes]),
+            ("defect", [defect_of(n) for n in nodes])))
+        roles, rows = _hang.evidence([rows_of(n) for n in nodes])
+        yield HitColumns(code=self.code, fields=UnendedWait, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=roles, rows=rows, key=np.array([n.key for n in nodes], np.int64))
 
 
-def message(trace, n) -> str:
-    m = trace.manifest
-    if n.cmp < 0:
-        return (f"rank {n.rank} core {n.core} launch {n.launch}: a wait on {m.regions[n.region].name}"
-                f"[{n.slot}] timed out; its wait_begin was lost to ring wrap")
-    name = m.regions[n.region].name
-    what = "timed out" if n.end_row >= 0 else "never ended"
-    words = f" ({n.words} words)" if n.words > 1 else ""
-    head = (f"rank {n.rank} core {n.core} launch {n.launch}: wait on {name}[{n.slot}]{words} "
-            f"{Cmp(n.cmp).wire} {n.target} {what} ({n.current_text})")
-    blockers = [v for v in n.verdicts if v.blocker] or n.verdicts
-    body = "; ".join(v.text for v in blockers[:4])
-    if len(blockers) > 4:
-        body += f"; and {len(blockers) - 4} more producers"
+class UnendedWait(NamedTuple):
+    """A stuck wait: where it waits, for what, and its verdicts on the producers it expects."""
+
+    rank: int
+    core: int
+    launch: int
+    site: int | None
+    region: str
+    slot: int
+    words: int
+    cmp: str | None  # None: its wait_begin was lost (it timed out), so what it waited for is unknown
+    target: int
+    timed_out: bool
+    current: int | None  # the slot's last known value, and how the message words it
+    current_text: str
+    producers: tuple  # the wait-for graph's verdicts on its expected producers
+    in_cycle: bool  # it sits in a deadlock cycle
+    roots: tuple  # the root causes (code, key) the graph follows its verdicts to
+    gaps: tuple  # the lost parts of the trace its verdicts touch
+    stopped_at: int | None  # the seq of the last event of another core of its rank that stopped mid-kernel
+
+
+def _unended(wf, n, stopped_at: int | None) -> UnendedWait:
+    return UnendedWait(n.rank, n.core, n.launch, n.site, wf.region_names[n.region], n.slot, n.words,
+                       Cmp(n.cmp).wire if n.cmp >= 0 else None, n.target, n.end_row >= 0, n.current,
+                       n.current_text, tuple(n.verdicts), n.cycle is not None, tuple(n.roots), tuple(n.gaps),
+                       stopped_at)
+
+
+def _message(f: UnendedWait) -> str:
+    return _waited(f) + ("" if f.stopped_at is None else
+                         f"; another core of rank {f.rank} stopped mid-kernel (last event at seq {f.stopped_at}): "
+                         f"the rank's kernel died, and this wait with it")
+
+
+def _waited(f: UnendedWait) -> str:
+    if f.cmp is None:
+        return (f"rank {f.rank} core {f.core} launch {f.launch}: a wait on {f.region}"
+                f"[{f.slot}] timed out; its wait_begin was lost to ring wrap")
+    what = "timed out" if f.timed_out else "never ended"
+    words = f" ({f.words} words)" if f.words > 1 else ""
+    head = (f"rank {f.rank} core {f.core} launch {f.launch}: wait on {f.region}[{f.slot}]{words} "
+            f"{f.cmp} {f.target} {what} ({f.current_text})")
+    body = _hang.listed([v.text for v in _blocking(f.producers)], 4, " producers")
     tail = ""
-    if n.cycle is not None:
+    if f.in_cycle:
         tail = " (part of a deadlock cycle)"
-    elif not n.roots:
+    elif not f.roots:
         tail = " (root cause: nothing outside this wait explains it)"
-    gaps = f" [gap: {'; '.join(n.gaps)}]" if n.gaps else ""
-    return f"{head}: {body}{tail}{gaps}"
+    return f"{head}: {body}{tail}{_hang.gap_note(f.gaps)}"
+
+
+def _extra(f: UnendedWait) -> dict:
+    # The class (site, region, cmp, target): the stuck waits a report prints as one line.
+    return {"class": [f.site, f.region, f.cmp, f.target], "slot": f.slot, "current": f.current,
+            "timeout": f.timed_out, "producers": _hang.producers_json(f.producers),
+            "roots": _hang.roots_json(f.roots), "gaps": list(f.gaps)}
+
+
+def _blocking(verdicts) -> list:
+    """The verdicts on producers that did not do their part (all of them where each did)."""
+    return [v for v in verdicts if v.blocker] or list(verdicts)
 
 
 def defect_of(n) -> str:
@@ -98,10 +156,9 @@ def defect_of(n) -> str:
     (their verdicts' statuses), and whether a cycle or nothing outside it explains it."""
     if n.cmp < 0:
         return "timed-out, wait_begin lost"
-    blockers = [v for v in n.verdicts if v.blocker] or n.verdicts
     what = "timed-out" if n.end_row >= 0 else "never-ended"
     tail = " cycle" if n.cycle is not None else (" unexplained" if not n.roots else "")
-    return f"{what}: {'+'.join(sorted({v.status for v in blockers}))}{tail}{' gap' if n.gaps else ''}"
+    return f"{what}: {'+'.join(sorted({v.status for v in _blocking(n.verdicts)}))}{tail}{' gap' if n.gaps else ''}"
 
 
 def rows_of(n) -> tuple:
@@ -111,9 +168,3 @@ def rows_of(n) -> tuple:
     for v in n.verdicts:
         rows.extend(v.rows)
     return tuple(dict.fromkeys(rows))
-
-
-def extra_of(wf, n) -> dict:
-    return {"class": list(wf.class_of(n)), "slot": n.slot, "current": n.current,
-            "timeout": n.end_row >= 0, "producers": [v.to_json() for v in n.verdicts],
-            "roots": [[c, list(k)] for c, k in n.roots], "gaps": n.gaps}
