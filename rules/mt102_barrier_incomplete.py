@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
 from ingest.contract import Scope
 
+from . import _hang
 from .analysis import Stage, WaitForGraph
 from .base import Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 
 class BarrierIncomplete(Rule):
@@ -48,24 +54,58 @@ class BarrierIncomplete(Rule):
     infers_from = ("index", "slot_words", "reset", "monotonic", "params")
 
     def check(self, trace, ctx):
-        wf = ctx.stage(WaitForGraph)
-        for n in wf.barriers():
-            absent = [v for v in n.verdicts if v.blocker]
-            scope = Scope(n.scope).wire if 0 <= n.scope < len(Scope) else str(n.scope)
-            head = (f"rank {n.rank} core {n.core} launch {n.launch}: barrier #{n.instance} "
-                    f"(scope {scope}) never completed")
-            if absent:
-                body = "; ".join(v.text for v in absent[:6])
-                if len(absent) > 6:
-                    body += f"; and {len(absent) - 6} more"
-            else:
-                body = "every participant reached it, yet it never left (a lost wake-up)"
-            gaps = f" [gap: {'; '.join(n.gaps)}]" if n.gaps else ""
-            # One defect per scope and what the absent participants did (or a lost wake-up).
-            statuses = "+".join(sorted({v.status for v in absent})) or "lost-wakeup"
-            yield self.hit(f"{head}: {body}{gaps}", rows=(("stuck barrier", n.row),), key=n.key,
-                           defect=f"{scope}: {statuses}{' gap' if n.gaps else ''}", caused_by=n.caused_by, confidence=n.confidence, blocks=((n.rank, n.core),),
-                           extra={"class": [n.site, "barrier", scope, n.instance],
-                                  "missing": [[v.rank, v.status] for v in absent],
-                                  "producers": [v.to_json() for v in n.verdicts],
-                                  "roots": [[c, list(k)] for c, k in n.roots], "gaps": n.gaps})
+        nodes = ctx.stage(WaitForGraph).barriers()
+        if not nodes:
+            return
+        members = [IncompleteBarrier(n.rank, n.core, n.launch, n.site, n.instance, _scope(n.scope), tuple(n.verdicts),
+                                     tuple(n.roots), tuple(n.gaps)) for n in nodes]
+        columns, tables = coded_columns((
+            *zip(IncompleteBarrier._fields, zip(*members)), ("caused_by", [n.caused_by for n in nodes]),
+            ("blocks", [((n.rank, n.core),) for n in nodes]), ("confidence", [n.confidence for n in nodes]),
+            ("defect", [_defect(f) for f in members])))
+        yield HitColumns(code=self.code, fields=IncompleteBarrier, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=("stuck barrier",), rows=np.array([[n.row] for n in nodes], np.int64),
+                         key=np.array([n.key for n in nodes], np.int64))
+
+
+class IncompleteBarrier(NamedTuple):
+    """A barrier a core entered and never left, and the wait-for graph's verdicts on its participants."""
+
+    rank: int
+    core: int
+    launch: int
+    site: int | None
+    instance: int  # its number among the barriers of its scope in the launch
+    scope: str
+    participants: tuple  # the verdicts on the participants (blockers: the ones that never arrived)
+    roots: tuple  # the root causes (code, key) the graph follows the verdicts to
+    gaps: tuple  # the lost parts of the trace the verdicts touch
+
+
+def _scope(scope: int) -> str:
+    return Scope(scope).wire if 0 <= scope < len(Scope) else str(scope)
+
+
+def _absent(f: IncompleteBarrier) -> list:
+    return [v for v in f.participants if v.blocker]
+
+
+def _defect(f: IncompleteBarrier) -> str:
+    """One defect per scope and what the absent participants did (or a lost wake-up)."""
+    statuses = "+".join(sorted({v.status for v in _absent(f)})) or "lost-wakeup"
+    return f"{f.scope}: {statuses}{' gap' if f.gaps else ''}"
+
+
+def _message(f: IncompleteBarrier) -> str:
+    absent = _absent(f)
+    head = (f"rank {f.rank} core {f.core} launch {f.launch}: barrier #{f.instance} "
+            f"(scope {f.scope}) never completed")
+    body = (_hang.listed([v.text for v in absent], 6) if absent
+            else "every participant reached it, yet it never left (a lost wake-up)")
+    return f"{head}: {body}{_hang.gap_note(f.gaps)}"
+
+
+def _extra(f: IncompleteBarrier) -> dict:
+    return {"class": [f.site, "barrier", f.scope, f.instance], "missing": [[v.rank, v.status] for v in _absent(f)],
+            "producers": _hang.producers_json(f.participants), "roots": _hang.roots_json(f.roots),
+            "gaps": list(f.gaps)}
