@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
 from ingest.contract import Kind
 
+from . import _hang
 from .analysis import Stage, WaitForGraph
 from .base import Confidence, Family, Rule, Severity, hits_of
+from .hit_columns import HitColumns, coded_columns
 
 
 class RankStopped(Rule):
@@ -57,50 +63,87 @@ class RankStopped(Rule):
             for c in n.causes:
                 if c[0] == "MT103":
                     waiting.setdefault(tuple(c[1]), []).append(n)
+        members = []
         for rank, (key, how, rows, gap) in wf.stops.items():
             waiters = waiting.get(tuple(key), [])
             if how != "stopped" and not waiters:
                 continue
-            who = sorted({(n.rank, n.core) for n in waiters})
-            ws = ", ".join(f"rank {r} core {c}" for r, c in who[:6]) + (" ..." if len(who) > 6 else "")
-            also = f"; {len(waiters)} stuck waits/barriers expect it ({ws})" if waiters else ""
+            aborts = self._aborts(trace, rows) if how == "stopped" else ()
+            stopped = StoppedRank(
+                rank, how, Kind(int(trace["kind"][rows[0]])).wire if how == "stopped" else None,
+                key[2] if how == "stopped" else None, tuple(int(trace["core"][r]) for r in rows) if how == "stopped" else (),
+                (int(trace["launch"][rows[0]]) if rows else -1) if how == "not-started" else None,
+                gap or None, bool(aborts), tuple(n.key for n in waiters))
             if how == "missing":
-                msg = f"rank {rank}: no events at all (its dump is missing){also}"
                 ev = tuple(("waits on it", n.row) for n in waiters[:8])
-            elif how == "stopped":
-                last = Kind(int(trace["kind"][rows[0]])).wire
-                cores = ", ".join(str(int(trace["core"][r])) for r in rows)
-                msg = (f"rank {rank}: trace ends mid-kernel on core(s) {cores}, outside any wait "
-                       f"(last event {last} at seq {key[2]}): the rank died or its dump was cut{also}")
-                ev = tuple(("last event", r) for r in rows)
             else:
-                launch = int(trace["launch"][rows[0]]) if rows else -1
-                msg = (f"rank {rank}: trace ends after launch {launch}, before the launch others wait "
-                       f"in{also}")
-                ev = tuple(("last event", r) for r in rows[:1])
-            if gap:
-                msg += f" [gap: {gap}]"
-            conf = Confidence.PARTIAL_TRACE if (gap or how == "missing") else Confidence.INFERRED
+                ev = tuple(("last event", r) for r in (rows if how == "stopped" else rows[:1]))
             # A missing dump has no event of its own: the finding is placed at the missing rank
             # (SARIF and CI blame it), not at the first waiter whose event is its evidence.
-            place = {"rank": rank, "core": None, "region": None, "offset": None, "site": None, "source": None,
-                     "launch": min(n.launch for n in waiters)} if how == "missing" and waiters else {}
-            aborts = self._aborts(trace, rows) if how == "stopped" else ()
-            if aborts:
-                msg += "; it stopped at an atomic the unified API aborts on"
+            place = (("rank", rank), ("core", None), ("region", None), ("offset", None), ("site", None),
+                     ("source", None), ("launch", min(n.launch for n in waiters))) if how == "missing" and waiters else ()
+            members.append((stopped, ev, tuple(key), place, aborts))
+        # A missing dump's key is (rank,), a stopped core's (rank, core, seq): a batch's keys are one
+        # array of one width, so each width is a batch of its own (the report orders findings by
+        # their fields, not by batch).
+        for width in sorted({len(m[2]) for m in members}, reverse=True):
+            yield self._batch([m for m in members if len(m[2]) == width])
+
+    def _batch(self, members: list) -> HitColumns:
+        fields = [m[0] for m in members]
+        columns, tables = coded_columns((
+            *zip(StoppedRank._fields, zip(*fields)),
+            ("confidence", [Confidence.PARTIAL_TRACE if (f.lost or f.how == "missing") else Confidence.INFERRED
+                            for f in fields]),
+            ("location", [m[3] for m in members]), ("caused_by", [m[4] for m in members]),
             # "Ends before the launch others wait in" says only that the rank made no progress:
             # where one of its cores is the waiter of a root's stuck wait, it spins there (the
             # engine then makes this that root's symptom); a rank that died says more than that.
-            stalls = ((rank, None),) if how == "not-started" else ()
+            ("stalls", [((f.rank, None),) if f.how == "not-started" else () for f in fields]),
             # One defect per way the rank stopped (and whether the unified API aborted it there).
-            defect = f"{how}{' at an abort' if aborts else ''}{' gap' if gap else ''}"
-            yield self.hit(msg, rows=ev, key=key, confidence=conf, location=place, caused_by=aborts, stalls=stalls,
-                           defect=defect,
-                           extra={"rank": rank, "how": how, "waiters": [list(n.key) for n in waiters],
-                                  "gap": gap})
+            ("defect", [f"{f.how}{' at an abort' if f.aborted else ''}{' gap' if f.lost else ''}" for f in fields])))
+        tables["location"] = tuple(dict(items) for items in tables["location"])
+        roles, rows = _hang.evidence([m[1] for m in members])
+        return HitColumns(code=self.code, fields=StoppedRank, render=_message, extra=_extra, columns=columns,
+                          tables=tables, roles=roles, rows=rows, key=np.array([m[2] for m in members], np.int64))
 
     def _aborts(self, trace, rows) -> tuple:
         """The abort hits (MT701, MT703, MT705) whose atomic is the last event of one of the stopped cores."""
         last = {int(r) for r in rows}
         return tuple((code, h.key) for code in self.ABORTS for h in hits_of(trace, code)
                      if last & {row for _, row in h.rows})
+
+
+class StoppedRank(NamedTuple):
+    """A rank that stopped mid-kernel, ended early or left no dump, and the stuck nodes that expect it."""
+
+    rank: int
+    how: str  # stopped (mid-kernel), not-started (its trace ends before the launch others wait in), missing
+    last_kind: str | None  # stopped: the kind and seq of its first stopped core's last event
+    last_seq: int | None
+    cores: tuple  # stopped: the cores whose trace ends mid-kernel
+    launch: int | None  # not-started: the launch its trace ends after (-1: it has no event)
+    lost: str | None  # what of its trace is lost (ring wrap, missing dump)
+    aborted: bool  # it stopped at an atomic the unified API aborts on
+    waiters: tuple  # the keys of the stuck waits and barriers that expect it
+
+
+def _message(f: StoppedRank) -> str:
+    also = ""
+    if f.waiters:
+        who = sorted({(k[0], k[1]) for k in f.waiters})
+        ws = ", ".join(f"rank {r} core {c}" for r, c in who[:6]) + (" ..." if len(who) > 6 else "")
+        also = f"; {len(f.waiters)} stuck waits/barriers expect it ({ws})"
+    if f.how == "missing":
+        msg = f"rank {f.rank}: no events at all (its dump is missing){also}"
+    elif f.how == "stopped":
+        msg = (f"rank {f.rank}: trace ends mid-kernel on core(s) {', '.join(map(str, f.cores))}, outside any wait "
+               f"(last event {f.last_kind} at seq {f.last_seq}): the rank died or its dump was cut{also}")
+    else:
+        msg = f"rank {f.rank}: trace ends after launch {f.launch}, before the launch others wait in{also}"
+    msg += _hang.gap_note((f.lost,) if f.lost else ())
+    return msg + ("; it stopped at an atomic the unified API aborts on" if f.aborted else "")
+
+
+def _extra(f: StoppedRank) -> dict:
+    return {"rank": f.rank, "how": f.how, "waiters": [list(k) for k in f.waiters], "gap": f.lost}
