@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _hang
 from .analysis import Stage, WaitForGraph
 from .base import Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 
 class DeadlockCycle(Rule):
@@ -43,17 +49,33 @@ class DeadlockCycle(Rule):
 
     def check(self, trace, ctx):
         wf = ctx.stage(WaitForGraph)
-        for cyc in wf.cycles:
-            members = sorted((wf.nodes[i] for i in cyc.members), key=lambda n: n.key)
-            parts = []
-            for n in members[:6]:
-                on = [v.rank for v in n.verdicts if v.blocker and v.edges]
-                what = wf.node_text(n)
-                parts.append(f"rank {n.rank} {what} (expects rank {', '.join(map(str, on))})")
-            more = f"; and {len(members) - 6} more" if len(members) > 6 else ""
-            first = members[0]
-            yield self.hit(f"deadlock in launch {first.launch}: {len(members)} stuck nodes wait on each "
-                           f"other and nothing outside explains them: " + "; ".join(parts) + more,
-                           rows=tuple(("cycle member", n.row) for n in members), key=cyc.key,
-                           confidence=first.confidence,
-                           extra={"members": [[n.code, list(n.key)] for n in members]})
+        if not wf.cycles:
+            return
+        cycles = [sorted((wf.nodes[i] for i in cyc.members), key=lambda n: n.key) for cyc in wf.cycles]
+        members = [WaitCycle(nodes[0].launch, tuple(_hang.stuck_node(wf, n) for n in nodes),
+                             tuple(tuple(v.rank for v in n.verdicts if v.blocker and v.edges) for n in nodes))
+                   for nodes in cycles]
+        columns, tables = coded_columns((*zip(WaitCycle._fields, zip(*members)),
+                                         ("confidence", [nodes[0].confidence for nodes in cycles])))
+        roles, rows = _hang.evidence([tuple(("cycle member", n.row) for n in nodes) for nodes in cycles])
+        yield HitColumns(code=self.code, fields=WaitCycle, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=roles, rows=rows, key=np.array([cyc.key for cyc in wf.cycles], np.int64))
+
+
+class WaitCycle(NamedTuple):
+    """The stuck nodes of a deadlock cycle, in key order."""
+
+    launch: int  # the first member's
+    members: tuple  # StuckNode each
+    expects: tuple  # per member, the ranks it expects that are themselves stuck in the cycle's nodes
+
+
+def _message(f: WaitCycle) -> str:
+    parts = [f"rank {n.rank} {_hang.stuck_text(n)} (expects rank {', '.join(map(str, on))})"
+             for n, on in zip(f.members, f.expects)]
+    return (f"deadlock in launch {f.launch}: {len(f.members)} stuck nodes wait on each "
+            f"other and nothing outside explains them: " + _hang.listed(parts, 6))
+
+
+def _extra(f: WaitCycle) -> dict:
+    return {"members": [[n.code, list(n.key)] for n in f.members]}
