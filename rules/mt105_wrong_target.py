@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _hang
 from . import _hits as H
 from .analysis import Stage, WaitForGraph
 from .base import Confidence, Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 
 class WrongTarget(Rule):
@@ -43,28 +49,56 @@ class WrongTarget(Rule):
 
     def check(self, trace, ctx):
         wf = ctx.stage(WaitForGraph)
-        for key, entry in sorted(wf.wrong.items()):
+        if not wf.wrong:
+            return
+        wrong = sorted(wf.wrong.items())
+        members, gaps, confidence, evidence = [], [], [], []
+        for key, entry in wrong:
             waits = [wf.nodes[i] for i in entry.waits]
-            expects = "; ".join(f"rank {n.rank} {wf.node_text(n)} (expects it from rank {key[0]})"
-                                for n in waits[:4])
             gap = wf.rank_gaps.get(key[0])
-            launch = entry.launch
-            msg = (f"rank {key[0]} core {key[1]} launch {launch} wrote {entry.target}, "
-                   f"instead of the slot a stuck wait needs: {expects}")
+            # "Never wrote the slot it owed" is an absence: in a launch the writer does not hold
+            # whole, that write may be in the lost part of its ring (the finding's gap, which the
+            # engine makes a partial-trace note); else the message names what its rank lost.
+            whole_gap = H.launch_gap(trace, [key[0]], entry.launch)
             # A writer handed a row with an invalid expert writes its slots shifted: the route
             # is the cause, the stray write its symptom.
-            aliased = entry.aliased
-            if aliased:
-                msg += f"; {aliased[0][2]}"
-            # "Never wrote the slot it owed" is an absence: in a launch the writer does not hold
-            # whole, that write may be in the lost part of its ring.
-            whole_gap = H.launch_gap(trace, [key[0]], launch)
-            weak = H.weakened(msg, whole_gap) if whole_gap else {}
-            if gap and not whole_gap:
-                msg += f" [gap: {gap}]"
-            yield self.hit(weak.pop("message", msg), caused_by=tuple((a[0], a[1]) for a in aliased), **weak,
-                           rows=(("misdirected write", entry.row),)
-                           + tuple(("left stuck", n.row) for n in waits[:4]), key=key,
-                           **({} if weak else {"confidence": Confidence.PARTIAL_TRACE if gap else Confidence.INFERRED}),
-                           extra={"write": entry.target,
-                                  "waits": [list(n.key) for n in waits]})
+            members.append(MisdirectedWrite(key[0], key[1], entry.launch, entry.target,
+                                            tuple(_hang.stuck_node(wf, n) for n in waits),
+                                            entry.aliased[0][2] if entry.aliased else None,
+                                            gap if gap and not whole_gap else None))
+            gaps.append(whole_gap)
+            confidence.append(Confidence.CERTAIN if whole_gap else
+                              Confidence.PARTIAL_TRACE if gap else Confidence.INFERRED)
+            evidence.append((("misdirected write", entry.row),) + tuple(("left stuck", n.row) for n in waits[:4]))
+        columns, tables = coded_columns((
+            *zip(MisdirectedWrite._fields, zip(*members)), ("gap", gaps), ("confidence", confidence),
+            ("caused_by", [tuple((a[0], a[1]) for a in entry.aliased) for _, entry in wrong])))
+        roles, rows = _hang.evidence(evidence)
+        yield HitColumns(code=self.code, fields=MisdirectedWrite, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=roles, rows=rows, key=np.array([key for key, _ in wrong], np.int64))
+
+
+class MisdirectedWrite(NamedTuple):
+    """A producer's write into the waited region that went to another slot or rank, and the waits it left stuck."""
+
+    writer: int
+    core: int
+    launch: int
+    target: str  # "region[slot] of rank r": what it wrote
+    waits: tuple  # StuckNode each: the stuck waits that expected it
+    aliased: str | None  # the writer's invalid route that shifts its slots, as the wait-for graph words it
+    lost: str | None  # what of the writer's trace is lost, where its launch is whole
+
+
+def _message(f: MisdirectedWrite) -> str:
+    expects = "; ".join(f"rank {n.rank} {_hang.stuck_text(n)} (expects it from rank {f.writer})"
+                        for n in f.waits[:4])
+    msg = (f"rank {f.writer} core {f.core} launch {f.launch} wrote {f.target}, "
+           f"instead of the slot a stuck wait needs: {expects}")
+    if f.aliased is not None:
+        msg += f"; {f.aliased}"
+    return msg + _hang.gap_note((f.lost,) if f.lost else ())
+
+
+def _extra(f: MisdirectedWrite) -> dict:
+    return {"write": f.target, "waits": [list(n.key) for n in f.waits]}
