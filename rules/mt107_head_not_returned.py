@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
+from ingest.manifest import Region
+
+from . import _hits as H
 from .analysis import Producers, Stage
 from .analysis.producers import channel_words
 from .base import Confidence, Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 
 class HeadNotReturned(Rule):
@@ -49,23 +57,59 @@ class HeadNotReturned(Rule):
     requires = (Stage.PRODUCERS,)
 
     def check(self, trace, ctx):
-        regions = trace.manifest.regions
-        P_ = trace.manifest.ranks
-        for row, h in sorted(ctx.stage(Producers).withheld_heads().items()):
-            c = trace.describe(h.consumer)
-            s = trace.describe(row)
-            tw = trace.describe(h.tail_write)
-            reg = trace["region"]
-            head = channel_words(regions[int(reg[row])], s["offset"], P_)
-            tail = channel_words(regions[int(reg[h.tail_write])], tw["offset"], P_)
-            back = "never stored it" if h.returned is None else f"stored it only up to {h.returned}"
-            msg = (f"rank {c['rank']} core {c['core']} launch {c['launch']}: saw {tail} reach {h.seen} "
-                   f"(rows sent by rank {s['rank']}), but {back} on rank {s['rank']}: rank {s['rank']} core "
-                   f"{s['core']} waits for free space on {head} >= {h.need} forever")
-            rows = (("consumer saw the tail", h.consumer), ("sender waits for the head", row),
-                    ("sender's tail write", h.tail_write))
-            if h.head_write >= 0:
-                rows += (("consumer's last head write", h.head_write),)
-            yield self.hit(msg, rows=rows, key=(c["rank"], c["core"], c["seq"]), confidence=Confidence.INFERRED,
-                           rests_on=((c["rank"], c["core"]), (s["rank"], s["core"])),
-                           extra={"sender": s["rank"], "need": h.need, "seen": h.seen, "returned": h.returned})
+        withheld = sorted(ctx.stage(Producers).withheld_heads().items())
+        if not withheld:
+            return
+        regions, region = trace.manifest.regions, trace["region"]
+        waits = np.array([row for row, _ in withheld], np.int64)
+        consumers = np.array([h.consumer for _, h in withheld], np.int64)
+        tail_writes = np.array([h.tail_write for _, h in withheld], np.int64)
+        c = H.described(trace, consumers, ("rank", "core", "launch"))
+        s = H.described(trace, waits, ("rank", "core", "offset"))
+        tw = H.described(trace, tail_writes, ("offset",))
+        columns, tables = coded_columns((
+            *c.items(), ("tail", [regions[int(region[r])] for r in tail_writes.tolist()]),
+            ("tail_offset", tw["offset"]), ("seen", [h.seen for _, h in withheld]),
+            ("sender", s["rank"]), ("sender_core", s["core"]),
+            ("head", [regions[int(region[r])] for r in waits.tolist()]), ("head_offset", s["offset"]),
+            ("need", [h.need for _, h in withheld]), ("returned", [h.returned for _, h in withheld]),
+            ("ranks", [trace.manifest.ranks] * len(withheld)),
+            ("rests_on", [((cr, cc), (sr, sc)) for cr, cc, sr, sc in zip(c["rank"], c["core"], s["rank"], s["core"])])))
+        # The consumer's last head write back, where it made one (-1 where not: Withheld's none too).
+        rows = np.stack((consumers, waits, tail_writes, [h.head_write for _, h in withheld]), axis=1).astype(np.int64)
+        yield HitColumns(code=self.code, fields=WithheldHead, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=ROLES, rows=rows, key=H.row_keys(trace, consumers),
+                         constant={"confidence": Confidence.INFERRED})
+
+
+ROLES = ("consumer saw the tail", "sender waits for the head", "sender's tail write", "consumer's last head write")
+
+
+class WithheldHead(NamedTuple):
+    """A ring consumer that saw the rows of a stuck sender and never returned the head it waits for."""
+
+    rank: int  # the consumer's wait that saw the tail
+    core: int
+    launch: int
+    tail: Region  # the tail the sender last wrote (the queue it fills), and its slot
+    tail_offset: int
+    seen: int  # the tail value the consumer saw
+    sender: int
+    sender_core: int
+    head: Region  # the head the sender waits on, and its slot
+    head_offset: int
+    need: int  # the head value it waits for
+    returned: int | None  # the largest head the consumer returned (None: none)
+    ranks: int  # the manifest's: a ring slot is channel * ranks + peer
+
+
+def _message(f: WithheldHead) -> str:
+    back = "never stored it" if f.returned is None else f"stored it only up to {f.returned}"
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: saw {channel_words(f.tail, f.tail_offset, f.ranks)} "
+            f"reach {f.seen} (rows sent by rank {f.sender}), but {back} on rank {f.sender}: rank {f.sender} core "
+            f"{f.sender_core} waits for free space on {channel_words(f.head, f.head_offset, f.ranks)} >= {f.need} "
+            f"forever")
+
+
+def _extra(f: WithheldHead) -> dict:
+    return {"sender": f.sender, "need": f.need, "seen": f.seen, "returned": f.returned}
