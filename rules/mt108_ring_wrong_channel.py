@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _hits as H
 from .analysis import Producers, Stage
 from .base import Confidence, Family, Rule, Severity
+from .hit_columns import HitColumns, coded_columns
 
 
 class RingWrongChannel(Rule):
@@ -45,26 +51,55 @@ class RingWrongChannel(Rule):
     requires = (Stage.PRODUCERS,)
 
     def check(self, trace, ctx):
-        seen = set()
-        regions = trace.manifest.regions
-        for w in ctx.stage(Producers).wrong_polls().values():
-            if w.first in seen:
-                continue
-            seen.add(w.first)
-            d = trace.describe(w.first)
-            tail = regions[int(trace["region"][w.first])].name
-            chans = ", ".join(map(str, w.returned))
-            if w.head_write >= 0:
-                h = trace.describe(w.head_write)
-                head = regions[int(trace["region"][w.head_write])].name
-                why = f"returns {head} for channel {chans} (e.g. {head}[{h['offset']}] on rank {h['peer']})"
-            else:
-                why = f"core {d['core']} of every other rank drains channel {chans}"
-            msg = (f"rank {d['rank']} core {d['core']} launch {d['launch']}: polls {tail}[{d['offset']}] "
-                   f"(channel {', '.join(map(str, w.polled))}) but {why}: it watches another channel's tail "
-                   f"than the ring it drains")
-            rows = (("poll of the other channel's tail", w.first),) + (
-                (("head write", w.head_write),) if w.head_write >= 0 else ())
-            yield self.hit(msg, rows=rows,
-                           key=(d["rank"], d["core"], d["seq"]), confidence=Confidence.INFERRED,
-                           rests_on=((d["rank"], d["core"]),), extra={"polled_channels": list(w.polled), "returned_channels": list(w.returned)})
+        # One member per core: every poll of a core maps to the core's one WrongPoll.
+        polls = list({w.first: w for w in ctx.stage(Producers).wrong_polls().values()}.values())
+        if not polls:
+            return
+        first = np.array([w.first for w in polls], np.int64)
+        heads = np.array([w.head_write for w in polls], np.int64)
+        d = H.described(trace, first, ("rank", "core", "launch", "region", "offset"))
+        h = H.described(trace, np.maximum(heads, 0), ("region", "offset", "peer"))
+        # No head write of its own (-1): the member names none (row 0 stood in for it above).
+        none = [None] * len(polls)
+        columns, tables = coded_columns((
+            *d.items(), ("polled", [w.polled for w in polls]), ("returned", [w.returned for w in polls]),
+            *((f"head_{name}", [v if r >= 0 else n for v, r, n in zip(h[name], heads.tolist(), none)])
+              for name in ("region", "offset", "peer")),
+            ("rests_on", [((r, c),) for r, c in zip(d["rank"], d["core"])])))
+        yield HitColumns(code=self.code, fields=WrongChannelPoll, render=_message, extra=_extra, columns=columns,
+                         tables=tables, roles=ROLES, rows=np.stack((first, heads), axis=1), key=H.row_keys(trace, first),
+                         constant={"confidence": Confidence.INFERRED})
+
+
+ROLES = ("poll of the other channel's tail", "head write")
+
+
+class WrongChannelPoll(NamedTuple):
+    """A consumer core's first poll of a tail of another channel than the one whose heads it returns."""
+
+    rank: int
+    core: int
+    launch: int
+    region: str  # the tail it polls, and its slot
+    offset: int
+    polled: tuple  # the channels whose tails the core polls
+    returned: tuple  # the channels whose heads it returns (or the same core of every other rank does)
+    head_region: str | None  # one of its head writes: its region, slot and peer (None: it wrote no head)
+    head_offset: int | None
+    head_peer: int | None
+
+
+def _message(f: WrongChannelPoll) -> str:
+    chans = ", ".join(map(str, f.returned))
+    if f.head_region is not None:
+        why = (f"returns {f.head_region} for channel {chans} (e.g. {f.head_region}[{f.head_offset}] on rank "
+               f"{f.head_peer})")
+    else:
+        why = f"core {f.core} of every other rank drains channel {chans}"
+    return (f"rank {f.rank} core {f.core} launch {f.launch}: polls {f.region}[{f.offset}] "
+            f"(channel {', '.join(map(str, f.polled))}) but {why}: it watches another channel's tail "
+            f"than the ring it drains")
+
+
+def _extra(f: WrongChannelPoll) -> dict:
+    return {"polled_channels": list(f.polled), "returned_channels": list(f.returned)}
