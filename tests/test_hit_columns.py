@@ -112,7 +112,11 @@ def test_a_report_words_only_the_messages_it_lists(monkeypatch):
                                   "udma_roce_amo_unquieted_two_peers", "udma_rma_amo_sibling_full",
                                   "two_stale_count_and_over_capacity", "deepep_ll_count_raw",
                                   "deepep_ll_parity_not_cleaned", "two_generation_eq_and_undrained_atomic",
-                                  "generation_eq_passed", "rs_ring_wrap_lost_atomic_mode"])
+                                  "generation_eq_passed", "rs_ring_wrap_lost_atomic_mode", "classic_rank_dump_missing",
+                                  "classic_rank_stops_mid_kernel", "classic_barrier_core0_off_by_one",
+                                  "handshake_wrong_slot", "classic_trap_after_timeout",
+                                  "two_dead_rank_and_invalid_expert", "deepep_ring_head_kept",
+                                  "deepep_ring_wrong_channel"])
 def test_a_batch_reports_what_its_members_as_hits_report(name, monkeypatch):
     """The engine places, links, orders and classes a batch as columns (``analyzer.draft_table``):
     the report is the one its members give when each is handed on as a plain ``Hit`` (causes,
@@ -130,7 +134,8 @@ def test_a_batch_reports_what_its_members_as_hits_report(name, monkeypatch):
     monkeypatch.setattr(runner, "check", lambda *a, **k: [as_hit(h) for h in expand(check(*a, **k))])
     hits = report()
     assert {"MT502", "MT401", "MT202", "MT703", "MT601", "MT501", "MT404", "MT603", "MT302", "MT106", "MT205",
-            "MT402", "MT204", "MT203", "MT407"} & {f["code"] for f in columns["findings"]}
+            "MT402", "MT204", "MT203", "MT407", "MT101", "MT102", "MT103", "MT105", "MT107",
+            "MT108"} & {f["code"] for f in columns["findings"]}
     assert columns == hits
 
 
