@@ -69,11 +69,7 @@ class RankStopped(Rule):
             if how != "stopped" and not waiters:
                 continue
             aborts = self._aborts(trace, rows) if how == "stopped" else ()
-            stopped = StoppedRank(
-                rank, how, Kind(int(trace["kind"][rows[0]])).wire if how == "stopped" else None,
-                key[2] if how == "stopped" else None, tuple(int(trace["core"][r]) for r in rows) if how == "stopped" else (),
-                (int(trace["launch"][rows[0]]) if rows else -1) if how == "not-started" else None,
-                gap or None, bool(aborts), tuple(n.key for n in waiters))
+            stopped = _stopped(trace, rank, key, how, rows, gap, bool(aborts), tuple(n.key for n in waiters))
             if how == "missing":
                 ev = tuple(("waits on it", n.row) for n in waiters[:8])
             else:
@@ -112,6 +108,15 @@ class RankStopped(Rule):
         last = {int(r) for r in rows}
         return tuple((code, h.key) for code in self.ABORTS for h in hits_of(trace, code)
                      if last & {row for _, row in h.rows})
+
+
+def _stopped(trace, rank: int, key: tuple, how: str, rows: tuple, gap, aborted: bool, waiters: tuple) -> "StoppedRank":
+    """The fields of a stop of the wait-for graph: what the message says of each way to stop."""
+    if how == "stopped":
+        return StoppedRank(rank, how, Kind(int(trace["kind"][rows[0]])).wire, key[2],
+                           tuple(int(trace["core"][r]) for r in rows), None, gap, aborted, waiters)
+    launch = (int(trace["launch"][rows[0]]) if rows else -1) if how == "not-started" else None
+    return StoppedRank(rank, how, None, None, (), launch, gap, aborted, waiters)
 
 
 class StoppedRank(NamedTuple):
