@@ -21,6 +21,8 @@ unpaired one covers one word). Else its unit is 1, the table as it always was.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._jit import kernel
@@ -50,19 +52,43 @@ def word_units(trace) -> np.ndarray:
         has_get = bool((kind == K_GET).any())
         _, wait_begin = P.wait_pairs(trace)
         split = np.zeros(len(slot), np.bool_)
-        _split_slots(kind, trace["region"], trace["offset"], trace["local_region"] if has_get else trace["region"],
-                     trace["local_offset"] if has_get else trace["offset"], R.target_region(trace),
-                     R.extent(trace), trace["sig_region"], trace.wait_words, wait_begin,
-                     candidate, slot, rt["length"], np.int64(wide), split)
+        rows = Rows(kind, trace["region"], trace["offset"], trace["local_region"] if has_get else trace["region"],
+                    trace["local_offset"] if has_get else trace["offset"], R.target_region(trace), R.extent(trace),
+                    trace["sig_region"], trace.wait_words, wait_begin)
+        _split_slots(rows, Slots(candidate, slot, rt["length"], np.int64(wide)), split)
         unit[candidate & ~split] = slot[candidate & ~split]
         return unit
     return cached(trace, "word_units", build, Stage.WORD_TABLE)
 
 
+class Rows(NamedTuple):
+    """The columns ``_split_slots`` reads, per event (a get's local_* where the trace has gets)."""
+    kind: np.ndarray
+    region: np.ndarray
+    offset: np.ndarray
+    local_region: np.ndarray
+    local_offset: np.ndarray
+    target: np.ndarray      # the region each row writes (``regions.target_region``)
+    extent: np.ndarray      # the words it writes there (``regions.extent``)
+    sig_region: np.ndarray
+    wait_words: np.ndarray  # words a wait_begin covers
+    wait_begin: np.ndarray  # a wait_end's wait_begin row (-1: none)
+
+
+class Slots(NamedTuple):
+    """Per region: whether it may take slot units, its slot and length in words; and ``widest``."""
+    candidate: np.ndarray
+    slot: np.ndarray
+    length: np.ndarray
+    wide: np.int64
+
+
 @kernel
-def _split_slots(kind, region, offset, local_region, local_offset, target, extent, sig_region, wait_words,
-                 wait_begin, candidate, slot, length, wide, split):
+def _split_slots(rows, slots, split):
     # Marks split[r] where a row could tell two words of one of region r's slots apart.
+    (kind, region, offset, local_region, local_offset, target, extent, sig_region, wait_words,
+     wait_begin) = rows
+    candidate, slot, length, wide = slots
     nreg = len(candidate)
     for i in range(len(kind)):
         k = kind[i]
