@@ -71,11 +71,11 @@ class StuckWait(Rule):
             own = stops.get(n.rank)
             stopped_at = None
             cited = tuple(n.caused_by)
-            if not n.roots and n.cycle is None and own is not None and own[1] == "stopped":
+            if not n.roots and n.cycle is None and own is not None and own.how == "stopped":
                 # Another core of the waiting rank stopped mid-kernel: the kernel trapped (an abort
                 # kills every core of the rank), so the wait never returned, whatever arrived.
-                stopped_at = own[0][2]
-                cited += (("MT103", own[0]),)
+                stopped_at = own.key[2]
+                cited += (("MT103", own.key),)
             members.append(_unended(wf, n, stopped_at))
             causes.append(cited)
         columns, tables = coded_columns((

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from ingest.contract import Cmp, Role
 from . import codes as C
 from ._cache import cached
 from .stages import Stage
+
+if TYPE_CHECKING:  # pragma: no cover - the builder imports these modules
+    from ._waitfor_build import Builder
 
 HEAD, TAIL = "head", "tail"
 _WORD = re.compile(r"(?:^|[^a-z])(head|tail)(?:[^a-z]|$)")
@@ -60,7 +64,7 @@ def channel_words(region, slot: int, ranks: int) -> str:
     return f"the {role} of channel {slot // ranks}'s queue with rank {slot % ranks} ({region.name}[{slot}])"
 
 
-def ring_producer(b, w) -> int:
+def ring_producer(b: Builder, w) -> int:
     """The rank that advances ring index w's slot, learned from the trace where no index says it:
     the one remote rank that writes this slot of the region on the other ranks (a queue's tail is
     the sender's, its head the receiver's, whatever the slot formula). -1 when they disagree."""
@@ -78,7 +82,7 @@ def ring_producer(b, w) -> int:
     return learned_writer(b, w)
 
 
-def learned_writer(b, w) -> int:
+def learned_writer(b: Builder, w) -> int:
     """Where every remote write of w's region in w's launch went to a slot ``group*P + writer``
     (a ring's channel*P + peer, a count's local_expert*P + src), the writer of w's slot is slot
     mod P, though it never wrote it (it died, or took another path); -1 where the launch's writes
@@ -92,7 +96,7 @@ def learned_writer(b, w) -> int:
     return -1
 
 
-def _one_sided(b) -> np.ndarray:
+def _one_sided(b: Builder) -> np.ndarray:
     """Per write-table entry: a one-sided store (put, signal, amo; to a peer or to itself), not a
     local write (a clean or a reset of the kernel's own words)."""
     return b.trace["kind"][b.tables.w_row] != C.K_WRITE

@@ -25,7 +25,7 @@ from ingest.contract import Cmp, Kind
 from ..base import Confidence
 from . import _waitfor_barriers as barriers
 from ._cache import cached
-from ._waitfor_build import Builder
+from ._waitfor_build import Builder, Stop
 from ._waitfor_producers import Verdict, classify, expected
 from ._waitfor_stale import aliased_routes
 from .graph import strongly_connected
@@ -140,7 +140,7 @@ class WaitForGraph:
 
     nodes: tuple[Node, ...]
     cycles: tuple[Cycle, ...]
-    stops: Mapping  # rank -> (key, kind, rows, gap): ranks that died, stopped early or are missing
+    stops: Mapping[int, Stop]  # rank -> how it stopped: ranks that died, stopped early or are missing
     wrong: Mapping[tuple, Misdirected]  # MT105 key -> the misdirected write
     region_names: tuple[str, ...] = ()
     rank_gaps: Mapping[int, str] = field(default_factory=dict)  # rank -> what of its trace is lost
@@ -289,4 +289,4 @@ def _condense(nodes: list) -> list[Cycle]:
     return cycles
 
 
-__all__ = ["analyze", "WaitForGraph", "Misdirected", "Node", "Cycle", "Verdict", "Kind"]
+__all__ = ["analyze", "WaitForGraph", "Misdirected", "Node", "Cycle", "Stop", "Verdict", "Kind"]

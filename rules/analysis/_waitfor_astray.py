@@ -8,12 +8,17 @@ A mixin of ``Builder``: each reads the builder's tables and end states.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ingest.contract import REMOTE_WRITE_KINDS, Kind
 
 from ._rings import ring_role
 from ._waitfor_stale import aliased_routes
+
+if TYPE_CHECKING:  # pragma: no cover - the builder imports these modules
+    from ._waitfor_build import Builder
 
 _REMOTE = np.array(sorted(int(k) for k in REMOTE_WRITE_KINDS), dtype=np.int8)
 
@@ -143,7 +148,7 @@ class AstrayQueries:
         return self._bad_routes
 
 
-def _surplus(b, same: np.ndarray, w) -> list[int]:
+def _surplus(b: Builder, same: np.ndarray, w) -> list[int]:
     """p's writes of w's slot beyond what each peer should get: the copies meant for the waiter.
 
     An all-to-all writes the same slot once (or once per word) on every peer

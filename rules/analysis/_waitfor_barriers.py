@@ -10,6 +10,8 @@ barrier still shows up as missing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ingest.contract import Kind, Scope
@@ -18,8 +20,11 @@ from ._phases import barrier_instances
 from ._scan import IN_BARRIER, IN_WAIT, STOPPED
 from ._waitfor_producers import Verdict
 
+if TYPE_CHECKING:  # pragma: no cover - the builder imports these modules
+    from ._waitfor_build import Builder
 
-def _table(b):
+
+def _table(b: Builder):
     if not hasattr(b, "_bar"):
         t = b.trace
         rows, inst, is_begin = barrier_instances(t["kind"], t["scope"], t["launch"], t.segments)
@@ -28,12 +33,12 @@ def _table(b):
     return b._bar
 
 
-def stuck_rows(b) -> list[int]:
+def stuck_rows(b: Builder) -> list[int]:
     rows = b.seg_open[b.seg_state == IN_BARRIER]
     return [int(r) for r in rows]
 
 
-def node(b, i: int, row: int, Node):
+def node(b: Builder, i: int, row: int, Node):
     t = b.trace
     rows, inst, _ = _table(b)
     j = int(np.searchsorted(rows, row))
@@ -46,7 +51,7 @@ def node(b, i: int, row: int, Node):
     return n
 
 
-def _counts(b, launch: int, scope: int, begins: bool = True) -> np.ndarray:
+def _counts(b: Builder, launch: int, scope: int, begins: bool = True) -> np.ndarray:
     """Barrier begins (or ends) of (launch, scope) reached per segment."""
     rows, inst, is_begin = _table(b)
     k = (launch, scope, begins)
@@ -60,7 +65,7 @@ def _counts(b, launch: int, scope: int, begins: bool = True) -> np.ndarray:
     return b._bar_counts[k]
 
 
-def participants(b, n) -> list[tuple[int, int]]:
+def participants(b: Builder, n) -> list[tuple[int, int]]:
     if n.scope == Scope.CORE:
         return [(n.rank, int(c)) for c in b.seg_core[b.seg_rank == n.rank]]
     rows, _, _ = _table(b)
@@ -69,7 +74,7 @@ def participants(b, n) -> list[tuple[int, int]]:
     return [(r, int(c)) for r in range(b.ranks) for c in cores]
 
 
-def explain(b, n) -> None:
+def explain(b: Builder, n) -> None:
     counts = _counts(b, n.launch, n.scope)
     ends = _counts(b, n.launch, n.scope, begins=False)
     seg_at = {(int(r), int(c)): s for s, (r, c) in enumerate(zip(b.seg_rank, b.seg_core))}
@@ -128,7 +133,7 @@ def explain(b, n) -> None:
                                       f"entering barrier #{n.instance}: a code path skips it", gap=gap))
 
 
-def _held_by_siblings(b, s: int, launch: int) -> list[int]:
+def _held_by_siblings(b: Builder, s: int, launch: int) -> list[int]:
     """Stuck nodes of the other cores of segment s's rank in ``launch``, when s's trace ends with a
     kernel_end: s cannot start its rank's next kernel before they end theirs."""
     t = b.trace

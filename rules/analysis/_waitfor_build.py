@@ -8,6 +8,8 @@ which routes or delivers a producer dropped, where it wrote instead.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ingest.contract import Kind, Op
@@ -18,6 +20,15 @@ from ._waitfor_astray import AstrayQueries
 from ._waitfor_stale import stale_waits
 from ._waitfor_tables import Tables
 from .slots import SlotParams, producer_of
+
+
+class Stop(NamedTuple):
+    """A rank that stopped: a core ended mid-kernel, or it never began a launch, or its dump is missing."""
+
+    key: tuple  # the MT103 key: the last event of its lowest stopped core ((rank,) for a missing dump)
+    how: str  # "stopped" (mid-kernel), "not-started", "missing" (no events at all)
+    rows: tuple[int, ...]  # the last event of each stopped core (of each core, where none stopped)
+    gap: str | None  # what of the rank's trace is lost, where something is
 
 
 class Builder(AstrayQueries):
@@ -222,20 +233,20 @@ class Builder(AstrayQueries):
         """The MT103 key of rank p: last event of its lowest stopped core (else its lowest core);
         (p,) for a rank with no events, which has no event to name."""
         if p in self._stops:
-            return self._stops[p][0]
+            return self._stops[p].key
         if p in self.missing:
-            entry = ((p,), "missing", (), f"no events from rank {p}")
+            entry = Stop((p,), "missing", (), f"no events from rank {p}")
         else:
             segs = np.flatnonzero(self.seg_rank == p)
             stopped = segs[self.seg_state[segs] == STOPPED]
             kind = "stopped" if len(stopped) else "not-started"
             pick = stopped if len(stopped) else segs
             rows = tuple(int(self.seg_last_row[s]) for s in pick)
-            entry = (self.key_of_row(rows[0]), kind, rows, self.gap_of_rank(p))
+            entry = Stop(self.key_of_row(rows[0]), kind, rows, self.gap_of_rank(p))
         self._stops[p] = entry
-        return entry[0]
+        return entry.key
 
-    def stops(self) -> dict:
+    def stops(self) -> dict[int, Stop]:
         """Every rank that stopped mid-kernel, plus the missing / early-ending ranks a wait names."""
         for p in np.unique(self.seg_rank[self.seg_state == STOPPED]).tolist():
             self.stop_key(int(p))

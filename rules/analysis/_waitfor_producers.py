@@ -12,6 +12,7 @@ other rules, cited as (code, (rank, core, seq))) or at other stuck nodes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from ._rings import (
     wrong_polls,
 )
 from ._scan import IN_BARRIER, IN_WAIT, STOPPED
+
+if TYPE_CHECKING:  # pragma: no cover - the builder imports these modules
+    from ._waitfor_build import Builder
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ def satisfies(cmp: int, value: int, target: int) -> bool:
     return bool(_CMP[Cmp(cmp)](value, target))
 
 
-def expected(b, w) -> tuple[list[tuple[int, str, str]], list[Verdict]]:
+def expected(b: Builder, w) -> tuple[list[tuple[int, str, str]], list[Verdict]]:
     """(rank, via, why) of each expected producer, plus verdicts that need no producer."""
     region = b.trace.manifest.regions[w.region]
     hist = b.history_writers(w)
@@ -108,7 +112,7 @@ def expected(b, w) -> tuple[list[tuple[int, str, str]], list[Verdict]]:
     return [(p, "history", f"wrote it in launch {lw}") for p, lw in hist], []
 
 
-def classify(b, w, p: int, via: str, why: str) -> Verdict:
+def classify(b: Builder, w, p: int, via: str, why: str) -> Verdict:
     """What producer ``p`` did in the wait's launch instead of releasing it."""
     t = b.trace
     name = t.manifest.regions[w.region].name
@@ -185,7 +189,7 @@ def classify(b, w, p: int, via: str, why: str) -> Verdict:
     return _state(b, w, p, via, who, gap)
 
 
-def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
+def _state(b: Builder, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
     raw = b.raw_count_candidates(w, p)
     if raw:  # p decoded a raw count from the waiter's rank: it took no rows, so owes nothing back
         return Verdict(p, via, "raw-count", f"{who} never wrote {t_name(b, w)}[{w.slot}] of rank {w.rank}: "
@@ -255,7 +259,7 @@ def _state(b, w, p: int, via: str, who: str, gap: str | None) -> Verdict:
                    causes=tuple(c for c, _ in stale), gap=gap)
 
 
-def _stuck_in(b, w, p: int, self_edge: bool = False) -> list[int]:
+def _stuck_in(b: Builder, w, p: int, self_edge: bool = False) -> list[int]:
     """Stuck nodes of rank p in w's launch or before (w itself only with ``self_edge``: a core
     that waits for its own write is a deadlock of one)."""
     segs = np.flatnonzero(b.seg_rank == p)
@@ -265,5 +269,5 @@ def _stuck_in(b, w, p: int, self_edge: bool = False) -> list[int]:
     return [n for n in out if n is not None and (self_edge or n != w.id)]
 
 
-def t_name(b, w) -> str:
+def t_name(b: Builder, w) -> str:
     return b.trace.manifest.regions[w.region].name

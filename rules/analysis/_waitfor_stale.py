@@ -12,6 +12,8 @@ its slot before this one left the slot off its reset value (MT202 says so).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ingest.contract import Kind, Outcome
@@ -20,6 +22,9 @@ from . import _stale
 from ._cache import cached
 from ._unreset import offsets, unreset_index
 from .stages import Stage
+
+if TYPE_CHECKING:  # pragma: no cover - the builder imports these modules
+    from ._waitfor_build import Builder
 
 
 def _by_owner(trace) -> dict[int, list[tuple]]:
@@ -59,7 +64,7 @@ def _completed_waits(t, rank: int, launch: int) -> tuple[np.ndarray, np.ndarray]
     return ends[lo:hi], bg[lo:hi]
 
 
-def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
+def stale_waits(b: Builder, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     """((code, key), text) for completed waits of (rank, launch) that passed on an unreset slot.
 
     The cause cited is the MT202 hit of the unreset slot (and the MT201 hit of
@@ -105,7 +110,7 @@ def stale_waits(b, rank: int, launch: int, limit: int = 4) -> list[tuple]:
     return out
 
 
-def aliased_routes(b, p: int, launch: int, limit: int = 8, owner: int | None = None) -> list[tuple]:
+def aliased_routes(b: Builder, p: int, launch: int, limit: int = 8, owner: int | None = None) -> list[tuple]:
     """(MT501, key, text, row) of the invalid-expert routes sent to rank p in ``launch``.
 
     A row whose expert is out of range still lands on a rank (a negative id

@@ -7,7 +7,7 @@ verdict; ``_waitfor_barriers``: stuck barriers); this module is its public face.
 
 from __future__ import annotations
 
-from ._waitfor import Cycle, Misdirected, Node, WaitForGraph, analyze  # noqa: F401 - public here
+from ._waitfor import Cycle, Misdirected, Node, Stop, WaitForGraph, analyze  # noqa: F401 - public here
 
 
 def wait_for(view) -> WaitForGraph:
