@@ -99,20 +99,20 @@ def _anything_to_infer(m: Manifest) -> bool:
 
 
 class _Columns:
-    """The few columns inference reads, as int64, and every word write with its target."""
+    """The few columns inference reads, and every word write with its target (as int64)."""
 
     def __init__(self, trace):
         trace.load(["kind", "rank", "core", "launch", "region", "offset", "nbytes", "value", "op",
                     "token", "topk", "expert", "dst_rank", "local_expert", "sig_region", "sig_offset"])
         self.trace = trace
         self.kind = trace["kind"]
-        self.region = trace["region"].astype(np.int64)
+        self.region = trace["region"]  # as it is: compared with region ids, never widened (8 B/event)
         owner = trace.owner
         writes = np.flatnonzero(C.one_of(self.kind, _WRITES))
         signal = np.flatnonzero(self.kind == Kind.PUT_SIGNAL)
         # The signal word of a put_signal is a write of its own, into sig_region.
         self.w_row = np.concatenate((writes, signal))
-        self.w_region = np.concatenate((self.region[writes], trace["sig_region"][signal].astype(np.int64)))
+        self.w_region = np.concatenate((self.region[writes], trace["sig_region"][signal])).astype(np.int64)
         self.w_offset = np.concatenate((trace["offset"][writes], trace["sig_offset"][signal])).astype(np.int64)
         nbytes = trace["nbytes"][writes].astype(np.int64)
         self.w_bytes = np.concatenate((np.where(nbytes == trace.null("nbytes"), 0, nbytes),
