@@ -148,7 +148,7 @@ class ConcurrentRmaAmo(Rule):
         columns, tables = coded_columns((*d.items(), ("engine", engine), ("other_core", do["core"]),
                                          ("other_kind", do["kind"]), ("other_seq", do["seq"]),
                                          ("operations", [len(g) for g in groups]), ("rests_on", cores)))
-        return HitColumns(code=self.code, fields=Concurrent, render=_message, extra=_extra, columns=columns,
+        return HitColumns(code=self.code, fields=Concurrent, render=_message, extra=E.site_extra, columns=columns,
                           tables=tables, roles=("issued", "outstanding"), rows=np.stack((first, other), axis=1),
                           key=H.row_keys(trace, first))
 
@@ -212,11 +212,7 @@ def _message(f: Concurrent) -> str:
     other = "" if f.other_core == f.core else f"core {f.other_core}'s "
     between = (f"no {f.engine} quiet between" if not other else
                f"no barrier orders its {f.engine} quiet before this, nor this before it")
-    more = f"; {f.operations} such operations from this site" if f.operations > 1 else ""
-    return (f"rank {f.rank} core {f.core} launch {f.launch}: {f.kind} to rank {f.peer} {f.region}[{f.offset}] at "
-            f"seq {f.seq} on {f.engine} while {other or 'the '}{f.other_kind} to the same PE at seq {f.other_seq} is "
-            f"still outstanding ({between}): {f.engine} does not support concurrent RMA and AMO to one PE{more}")
-
-
-def _extra(f: Concurrent) -> dict:
-    return {"operations": f.operations}
+    return E.per_site(f, f"rank {f.rank} core {f.core} launch {f.launch}: {f.kind} to rank {f.peer} "
+                         f"{f.region}[{f.offset}] at seq {f.seq} on {f.engine} while {other or 'the '}{f.other_kind} "
+                         f"to the same PE at seq {f.other_seq} is still outstanding ({between}): {f.engine} does not "
+                         f"support concurrent RMA and AMO to one PE")
