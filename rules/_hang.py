@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .analysis.wait_for import stuck_words
+
 
 class StuckNode(NamedTuple):
     """A stuck wait (MT101) or barrier (MT102) of the wait-for graph, as another hang names it."""
@@ -40,11 +42,9 @@ def stuck_node(wf, n) -> StuckNode:
 
 
 def stuck_text(n: StuckNode) -> str:
-    """'core 1 waits on ready[3]', 'core 0 in barrier #2 of launch 1': what the node is stuck in
-    (the wait-for graph's ``node_text``)."""
-    if n.code == "MT102":
-        return f"core {n.core} in barrier #{n.instance} of launch {n.launch}"
-    return f"core {n.core} {'timed out on' if n.timed_out else 'waits on'} {n.region}[{n.slot}]"
+    """'core 1 waits on ready[3]', 'core 0 in barrier #2 of launch 1': what the node is stuck in,
+    worded as the wait-for graph words it."""
+    return stuck_words(n.code, n.core, n.launch, n.instance, n.timed_out, n.region, n.slot)
 
 
 def listed(texts, shown: int, more: str = "") -> str:

@@ -25,7 +25,7 @@ from ingest.contract import Cmp, Kind
 from ..base import Confidence
 from . import _waitfor_barriers as barriers
 from ._cache import cached
-from ._waitfor_build import Builder, Stop
+from ._waitfor_build import Builder, Stop, stuck_words
 from ._waitfor_producers import Verdict, classify, expected
 from ._waitfor_stale import aliased_routes
 from .graph import strongly_connected
@@ -159,10 +159,8 @@ class WaitForGraph:
 
     def node_text(self, n: Node) -> str:
         """'core 1 waits on ready[3]', 'core 0 in barrier #2 of launch 1': what the node is stuck in."""
-        if n.code == "MT102":
-            return f"core {n.core} in barrier #{n.instance} of launch {n.launch}"
-        what = "timed out on" if n.end_row >= 0 else "waits on"
-        return f"core {n.core} {what} {self.region_names[n.region]}[{n.slot}]"
+        name = self.region_names[n.region] if n.code == "MT101" else None
+        return stuck_words(n.code, n.core, n.launch, n.instance, n.end_row >= 0, name, n.slot)
 
     def root_causes(self) -> dict[tuple, list[Node]]:
         """Every root cause with the stuck nodes it explains (STAT-style counts)."""

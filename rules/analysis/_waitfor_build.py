@@ -31,6 +31,15 @@ class Stop(NamedTuple):
     gap: str | None  # what of the rank's trace is lost, where something is
 
 
+def stuck_words(code: str, core: int, launch: int, instance: int, timed_out: bool, region: str | None,
+                slot: int) -> str:
+    """'core 1 waits on ready[3]', 'core 0 in barrier #2 of launch 1': what a stuck wait (MT101) or
+    barrier (MT102) is stuck in, as every message that names one words it."""
+    if code == "MT102":
+        return f"core {core} in barrier #{instance} of launch {launch}"
+    return f"core {core} {'timed out on' if timed_out else 'waits on'} {region}[{slot}]"
+
+
 class Builder(AstrayQueries):
     def __init__(self, trace):
         self.trace = t = trace
@@ -107,11 +116,8 @@ class Builder(AstrayQueries):
 
     def node_text(self, i: int) -> str:
         n = self.nodes[i]
-        if n.code == "MT102":
-            return f"core {n.core} in barrier #{n.instance} of launch {n.launch}"
-        name = self.trace.manifest.regions[n.region].name
-        what = "timed out on" if n.end_row >= 0 else "waits on"
-        return f"core {n.core} {what} {name}[{n.slot}]"
+        name = self.trace.manifest.regions[n.region].name if n.code == "MT101" else None
+        return stuck_words(n.code, n.core, n.launch, n.instance, n.end_row >= 0, name, n.slot)
 
     def write_text(self, i: int) -> str:
         tb = self.tables
