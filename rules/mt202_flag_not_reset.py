@@ -154,7 +154,7 @@ class FlagNotReset(Rule):
         named = u.bounds[:-1, None] + np.arange(_SHOW)  # the first _SHOW entries of each group
         named = named[named < u.bounds[1:, None]]
         offsets = [_words_from(first, int(k)) for first, k in
-                   zip(_split(_offsets(trace, w, u.members[named]), np.minimum(sizes, _SHOW)), unit.tolist())]
+                   zip(_split(trace.decode_keys(w.key_of(u.members[named]))[2], np.minimum(sizes, _SHOW)), unit.tolist())]
         sizes = sizes * unit
         value, value_edges = distinct_per_group(w.after, u.members, u.bounds)
         values = [_shown_values(v) for v in _split(value, np.diff(value_edges))]
@@ -235,13 +235,6 @@ def _message(f: NotReset) -> str:
 
 def _extra(f: NotReset) -> dict:
     return {"owner": f.owner, "words": f.words, "offsets": list(f.offsets), "values": list(f.values)}
-
-
-def _offsets(trace, w, entries: np.ndarray) -> np.ndarray:
-    """The word offset (within its region) of each word-table entry: ``trace.decode_key``'s, as a column."""
-    rest = w.key_of(entries) % trace.manifest.words_per_rank
-    base = trace.region_base
-    return rest - base[np.searchsorted(base, rest, "right") - 1]
 
 
 def _words_from(first: tuple, unit: int) -> tuple:

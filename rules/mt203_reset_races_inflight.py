@@ -201,7 +201,7 @@ def _batch(rule, trace, w, entry: np.ndarray, reset: np.ndarray, write: np.ndarr
     """One typed member per reset: the word of its word-table ``entry`` it cleans, and the write in flight."""
     d = H.described(trace, reset, ("rank", "core", "launch", "value", "seq"))
     dx = H.described(trace, write, ("rank", "core", "engine", "kind", "launch", "seq"))
-    region, offset = _words(trace, w, entry)
+    _, region, offset = trace.decode_keys(w.key_of(entry))
     unquieted = _amo_groups(trace)
     causes = [unquieted.get(g) for g in _groups_of(trace, write)] if unquieted else [None] * len(write)
     columns, tables = coded_columns((
@@ -245,14 +245,6 @@ def _message(f: ResetInFlight) -> str:
 
 def _extra(f: ResetInFlight) -> dict:
     return {"writer": f.writer_rank, "engine": f.writer_engine}
-
-
-def _words(trace, w, entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The region and word offset of each word-table entry: ``trace.decode_key``'s, as columns."""
-    rest = w.key_of(entries) % trace.manifest.words_per_rank
-    base = trace.region_base
-    region = np.searchsorted(base, rest, "right") - 1
-    return region, rest - base[region]
 
 
 def _unordered_pairs(table: Table, cround, cov, trace, words: WordTable) -> list:

@@ -190,10 +190,14 @@ class TraceView:
 
     def decode_key(self, key: int) -> tuple[int, int, int]:
         """(owner rank, region id, offset) of a key."""
-        wpr = self.declared.words_per_rank
-        owner, rest = divmod(int(key), wpr)
-        region = int(np.searchsorted(self.region_base, rest, side="right") - 1)
-        return owner, region, rest - int(self.region_base[region])
+        owner, region, offset = self.decode_keys(np.array([key], np.int64))
+        return int(owner[0]), int(region[0]), int(offset[0])
+
+    def decode_keys(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(owner rank, region id, offset) of each of ``keys``, as int64 columns."""
+        owner, rest = np.divmod(np.asarray(keys, np.int64), self.declared.words_per_rank)
+        region = np.searchsorted(self.region_base, rest, side="right") - 1
+        return owner, region.astype(np.int64), rest - self.region_base[region]
 
     @cached_property
     def lost_by_core(self) -> dict[tuple[int, int], int]:

@@ -199,9 +199,7 @@ def offsets(view, group: int) -> np.ndarray:
     found = memo.get(group)
     if found is None:
         u, w = unreset(view), words(view)
-        base = view.region_base
-        rest = w.key_of(u.members[u.bounds[group]:u.bounds[group + 1]]) % view.manifest.words_per_rank
-        first = (rest - base[np.searchsorted(base, rest, "right") - 1]).astype(np.int64)
+        first = view.decode_keys(w.key_of(u.members[u.bounds[group]:u.bounds[group + 1]]))[2]
         unit = int(w.unit[u.region[group]])  # an entry stands for a slot's words where it is one
         found = memo[group] = first if unit == 1 else (first[:, None] + np.arange(unit)).reshape(-1)
     return found
