@@ -50,10 +50,6 @@ class Words:
     kind: np.ndarray     # kind of the row (int8): rules test it per entry without a gather from the trace
     unit: np.ndarray     # per region id: the words one entry stands for, the first its key (``_units``)
 
-    def words_of(self, i):
-        """The words entry (or entries) ``i`` stand for."""
-        return self.unit[self.region[i]]
-
     def key_launch_of(self, key, launch):
         """The composite sort key of (key, launch) (arrays alike)."""
         return np.asarray(key, np.int64) * self.launch_span + (np.asarray(launch, np.int64) - self.launch_min)
