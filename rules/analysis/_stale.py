@@ -26,7 +26,7 @@ import numpy as np
 
 from ingest.contract import Outcome
 
-from .._jit import kernel
+from .._jit import helper, kernel
 from . import _phases
 from . import codes as C
 from ._cache import cached
@@ -35,6 +35,12 @@ from ._words import words
 from ._words_table import Entries
 from .codes import K_WEND
 from .stages import Stage
+
+
+@helper
+def _follows(r, e, rank, core, write_phase, wait_phase):
+    # Write row r cannot precede wait_end e: it is later on e's own core, or in a later barrier phase.
+    return (r > e and rank[r] == rank[e] and core[r] == core[e]) or write_phase > wait_phase
 
 
 @kernel
@@ -50,8 +56,7 @@ def _stale_scan(lo, hi, table, rank, core, phase_all, waits, out):
         can = False
         for w in range(lo[j], hi[j]):
             r = wrow[w]
-            after = (r > e and rank[r] == rank[e] and core[r] == core[e]) or wphase[w] > phase_all[e]
-            if not after:
+            if not _follows(r, e, rank, core, wphase[w], phase_all[e]):
                 can = True
                 break
         if not can:
@@ -114,11 +119,9 @@ def _after_flags(view, w, ends, ekey, lo, hi, out, phase_all) -> np.ndarray:
     rank, core = view["rank"], view["core"]
     for j in maybe.tolist():
         e = int(ends[j])
-        writes = w.row[lo[j]:hi[j]].astype(np.int64)
-        # The scan's test, inverted: the writes it let precede the wait. Flags must order each after it.
-        unordered = writes[~(((writes > e) & (rank[writes] == rank[e]) & (core[writes] == core[e]))
-                             | (w.phase[lo[j]:hi[j]] > phase_all[e]))]
-        listed = unordered.tolist()
+        # The writes the scan let precede the wait: flags must order each after it.
+        listed = [x for x, phase in zip(w.row[lo[j]:hi[j]].tolist(), w.phase[lo[j]:hi[j]].tolist())
+                  if not _follows(x, e, rank, core, phase, phase_all[e])]
         # A write that plainly happens before the wait (a barrier phase, another core's earlier
         # core barrier) answers at once; only the rest cost a search through flags.
         if not any(order.direct(x, e) for x in listed) and all(order.before(e, x, DEPTH) for x in listed):
