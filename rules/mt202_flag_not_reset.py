@@ -150,12 +150,11 @@ class FlagNotReset(Rule):
         _first_distinct(w.row, u.members, u.bounds, _SHOW, evidence)
         # An entry stands for w.unit of its region's words (a whole slot), so a group's words are its
         # entries times that; the first _SHOW words named are its first entries' words.
-        unit = w.unit[u.region]
         named = u.bounds[:-1, None] + np.arange(_SHOW)  # the first _SHOW entries of each group
         named = named[named < u.bounds[1:, None]]
-        offsets = [_words_from(first, int(k)) for first, k in
-                   zip(_split(trace.decode_keys(w.key_of(u.members[named]))[2], np.minimum(sizes, _SHOW)), unit.tolist())]
-        sizes = sizes * unit
+        firsts = _split(trace.decode_keys(w.key_of(u.members[named]))[2], np.minimum(sizes, _SHOW))
+        offsets = [tuple(w.words_from(first, r)[:_SHOW].tolist()) for first, r in zip(firsts, u.region.tolist())]
+        sizes = sizes * w.unit[u.region]
         value, value_edges = distinct_per_group(w.after, u.members, u.bounds)
         values = [_shown_values(v) for v in _split(value, np.diff(value_edges))]
         first_rows = w.row[u.first()].astype(np.int64)
@@ -235,14 +234,6 @@ def _message(f: NotReset) -> str:
 
 def _extra(f: NotReset) -> dict:
     return {"owner": f.owner, "words": f.words, "offsets": list(f.offsets), "values": list(f.values)}
-
-
-def _words_from(first: tuple, unit: int) -> tuple:
-    """The first ``_SHOW`` word offsets of entries whose first words are ``first``, each standing for
-    ``unit`` words."""
-    if unit == 1:
-        return first
-    return tuple(o + k for o in first for k in range(unit))[:_SHOW]
 
 
 def _split(values: np.ndarray, sizes: np.ndarray) -> list[tuple]:

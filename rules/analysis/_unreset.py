@@ -200,8 +200,7 @@ def offsets(view, group: int) -> np.ndarray:
     if found is None:
         u, w = unreset(view), words(view)
         first = view.decode_keys(w.key_of(u.members[u.bounds[group]:u.bounds[group + 1]]))[2]
-        unit = int(w.unit[u.region[group]])  # an entry stands for a slot's words where it is one
-        found = memo[group] = first if unit == 1 else (first[:, None] + np.arange(unit)).reshape(-1)
+        found = memo[group] = w.words_from(first, u.region[group])  # an entry may stand for a slot's words
     return found
 
 

@@ -50,6 +50,13 @@ class Words:
     kind: np.ndarray     # kind of the row (int8): rules test it per entry without a gather from the trace
     unit: np.ndarray     # per region id: the words one entry stands for, the first its key (``_units``)
 
+    def words_from(self, first_offsets, region: int) -> np.ndarray:
+        """The offsets of the words that entries of ``region`` whose first words are ``first_offsets``
+        stand for, in order (each entry ``unit[region]`` of them)."""
+        first = np.asarray(first_offsets, np.int64)
+        unit = int(self.unit[region])
+        return first if unit == 1 else (first[:, None] + np.arange(unit)).reshape(-1)
+
     def key_launch_of(self, key, launch):
         """The composite sort key of (key, launch) (arrays alike)."""
         return np.asarray(key, np.int64) * self.launch_span + (np.asarray(launch, np.int64) - self.launch_min)
