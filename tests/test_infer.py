@@ -92,3 +92,12 @@ def test_stated_annotations_are_never_overridden(tmp_path: Path):
     for r in view.manifest.regions:
         assert r.index is None and r.reset == 7, r
     assert not any(k[1] in ("index", "reset") for k in view.inference.notes)
+
+
+def test_inference_reads_no_column_of_a_kind_the_trace_lacks(tmp_path: Path):
+    """Columns only put_signal carries are never read from a trace without one: they would be held
+    all null for the window (10 B/event); the annotations still come back (the test above)."""
+    _, bare = _bare_view("classic", tmp_path)
+    assert not (bare["kind"] == Kind.PUT_SIGNAL).any()
+    bare.inference
+    assert not {"sig_region", "sig_offset"} & set(bare.loaded), bare.loaded

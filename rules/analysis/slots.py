@@ -65,6 +65,13 @@ class Routes:
 
     @classmethod
     def of(cls, trace) -> Routes:
+        """The routes of ``trace``'s view, built once per view (inference and the wait-for tables both ask)."""
+        from ._cache import cached
+
+        return cached(trace, "routes", lambda: cls._build(trace))
+
+    @classmethod
+    def _build(cls, trace) -> Routes:
         trace.load(["kind", "rank", "launch", "token", "topk", "expert"])
         launches = int(trace["launch"].max()) + 1 if trace.n else 1
         rows = np.flatnonzero(trace["kind"] == Kind.ROUTE)
