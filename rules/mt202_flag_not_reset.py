@@ -11,7 +11,7 @@ from ._flag_causes import late_puts, stale_counts
 from ._jit import kernel
 from .analysis import HappensBefore, Stage, WordTable
 from .analysis import codes as C
-from .analysis.groups import group_columns
+from .analysis.groups import distinct_per_group, group_columns
 from .base import Confidence, Family, Rule, Severity
 from .hit_columns import HitColumns, coded
 
@@ -37,43 +37,6 @@ def _first_distinct(values, members, bounds, k, out):
                 n += 1
                 if n == k:
                     break
-
-
-@kernel
-def _distinct(values, members, bounds, out, out_bounds):
-    # Per group g, the sorted distinct values of values[members[bounds[g]:bounds[g + 1]]] into
-    # out[out_bounds[g]:out_bounds[g + 1]]; returns how many in all. A group's words run in key
-    # order and a run of them shares its last write (a put writes many) and often its value: runs
-    # are collapsed as they are read, so the sort sees a fraction of them. out: room for every
-    # member and group.
-    pos = 0
-    out_bounds[0] = 0
-    for g in range(len(bounds) - 1):
-        start = pos
-        for i in range(bounds[g], bounds[g + 1]):
-            v = values[members[i]]
-            if i == bounds[g] or v != out[pos - 1]:
-                out[pos] = v
-                pos += 1
-        out[start:pos] = np.sort(out[start:pos])
-        kept = start
-        for i in range(start, pos):
-            if i == start or out[i] != out[kept - 1]:
-                out[kept] = out[i]
-                kept += 1
-        pos = kept
-        out_bounds[g + 1] = pos
-    return pos
-
-
-def distinct_per_group(values: np.ndarray, members: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct, edges): group g's sorted distinct ``values[members[bounds[g]:bounds[g + 1]]]`` are
-    ``distinct[edges[g]:edges[g + 1]]``. The scratch is as long as the members and groups, but only
-    the runs written into it are ever touched (a page is only paid for once written), and the
-    result is copied out of it."""
-    out = np.empty(len(members) + len(bounds), values.dtype)
-    edges = np.empty(len(bounds), np.int64)
-    return out[:_distinct(values, members, bounds, out, edges)].copy(), edges
 
 
 class FlagNotReset(Rule):

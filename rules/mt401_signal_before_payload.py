@@ -9,7 +9,7 @@ import numpy as np
 from . import _hits as H
 from .analysis import HappensBefore, Options, Stage
 from .analysis import codes as C
-from .analysis.groups import group_columns
+from .analysis.groups import distinct_per_group
 from .base import Family, Rule, Severity, hits_of
 from .hit_columns import HitColumns, coded
 
@@ -78,20 +78,19 @@ class SignalBeforePayload(Rule):
         # never read), its last flag write, its sites, its peers and its first (flag, put) seq pairs.
         flags, count = u.flags[members], len(u.first)
         heads, lasts = flags[bounds[:-1]], flags[bounds[1:] - 1]
-        put, quiet = u.hit_put[heads], u.hit_q[heads]
+        put, quiet = u.put[members[bounds[:-1]]], u.quiet[members[bounds[:-1]]]
         seq = trace["seq"]
         d = H.described(trace, heads, ("rank", "core", "launch", "kind", "peer", "region", "offset"))
         dp = H.described(trace, put, ("engine", "region", "offset", "nbytes", "seq"))
         dq = H.described(trace, np.maximum(quiet, 0), ("kind", "engine", "peer", "seq"))
-        of_group = u.group[members].astype(np.int64)
-        site = trace["site"][flags].astype(np.int64)
-        has_site = site != C.NULL32
-        sites = _distinct_per_group(of_group[has_site], site[has_site], count)
-        peers = _distinct_per_group(of_group, trace["peer"][flags].astype(np.int64), count)
+        site = trace["site"][flags]
+        has_site = np.flatnonzero(site != C.NULL32)  # positions in the grouped flags: a group's run them
+        sites = _distinct_per_group(site, has_site, np.searchsorted(has_site, bounds))
+        peers = _distinct_per_group(trace["peer"][flags], np.arange(len(flags)), bounds)
         sizes = np.diff(bounds)
-        shown = flags[np.arange(len(flags)) - np.repeat(bounds[:-1], sizes) < _SHOW]
+        shown = np.arange(len(flags)) - np.repeat(bounds[:-1], sizes) < _SHOW
         pair_edges = np.concatenate(([0], np.cumsum(np.minimum(sizes, _SHOW)))).tolist()
-        pair_seqs = list(zip(seq[shown].tolist(), seq[u.hit_put[shown]].tolist()))
+        pair_seqs = list(zip(seq[flags[shown]].tolist(), seq[u.put[members[shown]]].tolist()))
         mt603 = hits_of(trace, "MT603")
         naming = _naming(mt603)
         causes = [tuple(("MT603", mt603[k].key) for k in sorted({*naming.get(f, ()), *naming.get(p, ())}))
@@ -108,7 +107,7 @@ class SignalBeforePayload(Rule):
                              ("put_engine", dp["engine"]), ("put_region", dp["region"]),
                              ("put_offset", dp["offset"]), ("put_bytes", dp["nbytes"]), ("put_seq", dp["seq"]),
                              ("quiet_kind", dq["kind"]), ("quiet_engine", dq["engine"]), ("quiet_peer", dq["peer"]),
-                             ("quiet_seq", dq["seq"]), ("sites", map(tuple, sites)), ("peers", map(tuple, peers)),
+                             ("quiet_seq", dq["seq"]), ("sites", sites), ("peers", peers),
                              ("pairs", pairs), ("caused_by", causes),
                              ("rests_on", zip(d["rank"], d["core"]))):
             columns[name], tables[name] = coded(values)
@@ -173,13 +172,11 @@ def _extra(f: Overtake) -> dict:
             "pairs": [list(x) for x in f.pairs]}
 
 
-def _distinct_per_group(group: np.ndarray, values: np.ndarray, count: int) -> list[list[int]]:
-    """Per group 0 .. count - 1, the distinct ``values`` of its members in ascending order
-    (``group``: each member's group): one sort for all groups."""
-    of, distinct = group_columns((group, values)).values
-    edges = np.searchsorted(of, np.arange(count + 1)).tolist()
-    distinct = distinct.tolist()
-    return [distinct[edges[g]:edges[g + 1]] for g in range(count)]
+def _distinct_per_group(values: np.ndarray, members: np.ndarray, bounds: np.ndarray) -> list[tuple]:
+    """Per group g, the distinct ``values[members[bounds[g]:bounds[g + 1]]]`` in ascending order."""
+    distinct, edges = distinct_per_group(values, members, bounds)
+    distinct, edges = distinct.tolist(), edges.tolist()
+    return [tuple(distinct[edges[g]:edges[g + 1]]) for g in range(len(edges) - 1)]
 
 
 def _naming(hits) -> dict:

@@ -174,9 +174,9 @@ def test_unreset_entries_grouped_per_owner_region_and_launch_in_order_of_first_e
 
 @pytest.mark.parametrize("seed", range(4))
 def test_distinct_values_per_group_the_slow_way(seed):
-    """MT202's ``distinct_per_group``: each group's sorted distinct values, runs of equal values and
+    """``distinct_per_group`` (MT202's and MT401's): each group's sorted distinct values, runs of equal values and
     empty groups included, equal to numpy's per-group np.unique."""
-    from rules.mt202_flag_not_reset import distinct_per_group
+    from rules.analysis.groups import distinct_per_group
 
     rng = np.random.default_rng(seed)
     values = np.repeat(rng.integers(-3, 4, 200), rng.integers(1, 5, 200)).astype(np.int64)

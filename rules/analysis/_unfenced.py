@@ -116,9 +116,9 @@ def _put_flag(seg, kind, engine, peer, flagrow, ordered, nranks, done):
 
 @dataclass(frozen=True)
 class Unfenced:
-    hit_put: np.ndarray    # per row: the outstanding put a flag write overtakes, -1 if none
-    hit_q: np.ndarray      # per row: the quiet/fence of another engine or peer in between, -1 if none
     flags: np.ndarray      # the flag-write rows that are hits, in row order
+    put: np.ndarray        # per flag write: the outstanding put it overtakes
+    quiet: np.ndarray      # per flag write: the quiet/fence of another engine or peer in between, -1 if none
     group: np.ndarray      # group id of each of ``flags``; groups numbered in order of first row
     first: np.ndarray      # per group: the index into ``flags`` of its first flag write
 
@@ -167,23 +167,26 @@ def unfenced(trace, ordered_names=None) -> Unfenced:
     names = tuple(sorted(trace.options.ordered_engines if ordered_names is None else ordered_names))
 
     def build():
-        n = trace.n
-        hit_put, hit_q = C.rows_full(n), C.rows_full(n)
-        if n:
-            hit_put, hit_q = _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
-                                   _ordered(names), int(trace.manifest.ranks), _done(trace))
+        none = np.zeros(0, np.int64)
+        if not trace.n:
+            return Unfenced(none, none, none, none, none)
+        hit_put, hit_q = _scan(trace.segments, trace["kind"], trace["engine"], trace["peer"], _flagrow(trace),
+                               _ordered(names), int(trace.manifest.ranks), _done(trace))
+        # Kept for the hits alone: the per-row arrays are -1 but at them (8 B/event for the window).
         flags = np.flatnonzero(hit_put >= 0)
+        put, quiet = hit_put[flags], hit_q[flags]
+        del hit_put, hit_q
         if not len(flags):
-            return Unfenced(hit_put, hit_q, flags, np.zeros(0, np.int64), np.zeros(0, np.int64))
+            return Unfenced(flags, put, quiet, none, none)
         # The columns as they are: group_columns packs them into one key (a stacked int64 copy of
         # millions of flag writes cost more than the grouping itself).
         _, first, inv, _ = group_columns([trace["rank"][flags], trace["core"][flags], trace["launch"][flags],
-                                          trace["site"][hit_put[flags]]])
+                                          trace["site"][put]])
         # Renumber groups by their first flag write, so group order is row order.
         order = np.argsort(first, kind="stable")
         rank_of = np.empty(len(order), np.int64)
         rank_of[order] = np.arange(len(order))
-        return Unfenced(hit_put, hit_q, flags, rank_of[inv], first[order])
+        return Unfenced(flags, put, quiet, rank_of[inv], first[order])
     return cached(trace, f"unfenced:{names}", build, Stage.HAPPENS_BEFORE)
 
 

@@ -16,6 +16,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from .._jit import kernel
+
 
 class Groups(NamedTuple):
     values: np.ndarray   # (len(cols), groups): each group's key tuple, as np.unique's first output
@@ -98,3 +100,40 @@ def split_groups(cols: Sequence[np.ndarray], items: np.ndarray) -> list[np.ndarr
     order, starts = _sorted_runs(cols)
     parts = np.split(items[order], starts[1:])
     return [parts[i] for i in np.argsort(order[starts], kind="stable").tolist()]
+
+
+@kernel
+def _distinct(values, members, bounds, out, out_bounds):
+    # Per group g, the sorted distinct values of values[members[bounds[g]:bounds[g + 1]]] into
+    # out[out_bounds[g]:out_bounds[g + 1]]; returns how many in all. A group's words run in key
+    # order and a run of them shares its last write (a put writes many) and often its value: runs
+    # are collapsed as they are read, so the sort sees a fraction of them. out: room for every
+    # member and group.
+    pos = 0
+    out_bounds[0] = 0
+    for g in range(len(bounds) - 1):
+        start = pos
+        for i in range(bounds[g], bounds[g + 1]):
+            v = values[members[i]]
+            if i == bounds[g] or v != out[pos - 1]:
+                out[pos] = v
+                pos += 1
+        out[start:pos] = np.sort(out[start:pos])
+        kept = start
+        for i in range(start, pos):
+            if i == start or out[i] != out[kept - 1]:
+                out[kept] = out[i]
+                kept += 1
+        pos = kept
+        out_bounds[g + 1] = pos
+    return pos
+
+
+def distinct_per_group(values: np.ndarray, members: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct, edges): group g's sorted distinct ``values[members[bounds[g]:bounds[g + 1]]]`` are
+    ``distinct[edges[g]:edges[g + 1]]``. The scratch is as long as the members and groups, but only
+    the runs written into it are ever touched (a page is only paid for once written), and the
+    result is copied out of it."""
+    out = np.empty(len(members) + len(bounds), values.dtype)
+    edges = np.empty(len(bounds), np.int64)
+    return out[:_distinct(values, members, bounds, out, edges)].copy(), edges
