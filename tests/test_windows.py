@@ -75,6 +75,31 @@ def test_windows_own_every_launch_once_and_read_one_block_around():
     assert [w.last for w in wins] == [False] * (len(wins) - 1) + [True]
 
 
+def test_windows_read_as_little_as_they_can():
+    """The largest window read (main blocks and one block either side) is the least of any cut into
+    as many windows: evening the main blocks alone made a middle window read two blocks of context
+    more than the others (checked against every cut of small traces)."""
+    from itertools import combinations
+
+    def largest(sizes, cuts):
+        n = len(sizes)
+        return max(sum(sizes[max(a - 1, 0):min(b + 1, n)]) for a, b in zip(cuts[:-1], cuts[1:]))
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        sizes = rng.integers(1, 20, rng.integers(2, 9)).tolist()
+        budget = int(rng.integers(1, sum(sizes)))
+        wins = plan(_blocks(*sizes), budget, sum(sizes))
+        count = min(-(-sum(sizes) // budget), len(sizes))
+        assert len(wins) == count
+        cuts = [0] + [w.read_lo + (w.read_lo > 0) for w in wins[1:]] + [len(sizes)]
+        best = min(largest(sizes, [0, *inner, len(sizes)]) for inner in combinations(range(1, len(sizes)), count - 1))
+        assert largest(sizes, cuts) == max(w.events for w in wins) == best, (sizes, budget)
+    # 19 equal blocks in three windows: main blocks evened (6, 7, 6) read 7, 9 and 7 blocks
+    wins = plan(_blocks(*[1] * 19), 7, 19)
+    assert max(w.events for w in wins) == 8 and len(wins) == 3
+
+
 # ---- the dataset ---------------------------------------------------------------
 def test_blocks_cover_the_trace_and_windows_read_exactly_their_launches(tmp_path):
     whole, blk = _blocked(tmp_path)
