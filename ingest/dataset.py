@@ -127,13 +127,14 @@ class Dataset:
         return self.report.blocks if len(self.report.blocks) > 1 else []
 
     def arrays(self, columns: Sequence[str], ranks: Iterable[int] | None = None,
-               blocks: tuple[int, int] | None = None) -> dict[str, np.ndarray]:
+               blocks: tuple[int, int] | None = None, nulls: dict[str, int] | None = None) -> dict[str, np.ndarray]:
         """Columns as numpy arrays of the contract's types, nulls as each column's sentinel.
 
         ``blocks=(k0, k1)``: only the launches of blocks k0..k1-1, still in
         (rank, core, seq) order.  Filled file by file into preallocated
         arrays: only one rank's rows are ever held as arrow, where
         concatenating whole tables and then converting held the dataset twice.
+        ``nulls``, where given, receives each column's count of nulls (arrow's, no pass).
         """
         cols = list(dict.fromkeys(columns))
         window = self._launch_window(blocks)
@@ -157,6 +158,8 @@ class Dataset:
                 end = pos + t.num_rows
                 for c in cols:
                     into(t.column(c), c, out[c][pos:end])
+                    if nulls is not None:
+                        nulls[c] = nulls.get(c, 0) + t.column(c).null_count
                 pos = end
                 del t
         # What arrow's pool kept of the decoded files (~100 MB at 5.7 M events) serves no numpy

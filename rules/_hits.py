@@ -60,6 +60,9 @@ def described(trace, rows: np.ndarray, names: tuple[str, ...]) -> dict[str, list
         if name == "kind":
             out[name] = [k.wire for k in kinds]
             continue
+        if trace.all_null(name):
+            out[name] = [None] * len(rows)
+            continue
         values = trace[name][rows].tolist()
         if name in ("rank", "core", "seq"):  # describe names these whatever they hold
             out[name] = values

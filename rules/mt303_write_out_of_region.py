@@ -80,9 +80,10 @@ class WriteOutOfRegion(Rule):
         kind = trace["kind"]
         rt = R.region_table(trace)
         reg, ext = R.target_region(trace), R.extent(trace)
-        offset, soff = trace["offset"], trace["sig_offset"]
+        offset = trace["offset"]
         loffset = trace["local_offset"] if bool((kind == K_GET).any()) else offset
-        sreg = trace["sig_region"]
+        # Read at a put_signal alone, here and below: a window without one holds neither.
+        sreg, soff = trace.carried("sig_region"), trace.carried("sig_offset")
         out = np.zeros(trace.n, np.int8)
         _outside(kind, Targets(reg, offset, loffset, ext), sreg, soff, rt["length"], out)
         rows = np.flatnonzero(out)
@@ -90,8 +91,10 @@ class WriteOutOfRegion(Rule):
             return
         # A write past the end of its region in a loop is one per iteration: the hits are columns.
         payload = out[rows] == 1  # else only a put_signal's signal word leaves its region
-        region = np.where(payload, reg[rows], sreg[rows]).astype(np.int64)
-        offset_ = np.where(payload, np.where(kind[rows] == K_GET, loffset[rows], offset[rows]), soff[rows])
+        region = reg[rows].astype(np.int64)
+        offset_ = np.where(kind[rows] == K_GET, loffset[rows], offset[rows]).astype(np.int64)
+        signal = rows[~payload]
+        region[~payload], offset_[~payload] = sreg[signal], soff[signal]
         columns = {name: trace[name][rows].astype(np.int64) for name in ("rank", "core", "launch")}
         columns |= {"offset": offset_.astype(np.int64), "extent": np.where(payload, ext[rows], 1).astype(np.int64),
                     "length": rt["length"][region], "owner": trace.owner[rows].astype(np.int64)}

@@ -69,7 +69,8 @@ class PutSourceReused(Rule):
 
     def check(self, trace, ctx):
         kind = trace["kind"]
-        if trace.n == 0 or not ((kind == K_PUT) & (trace["local_region"] != NULL16)).any():
+        if trace.n == 0 or trace.all_null("local_region") \
+                or not ((kind == K_PUT) & (trace["local_region"] != NULL16)).any():
             return
         # Only the puts that name their source and the rows that write their own rank are listed,
         # each with its words: no array of the trace's length beyond a few masks.

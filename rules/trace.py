@@ -12,7 +12,7 @@ by every rule.  Nulls are each column's sentinel (``contract.Column.numpy_null``
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +20,6 @@ from ingest.contract import (
     COLUMN,
     COLUMNS,
     COMMON_OPTIONAL,
-    ENVELOPE,
     FIELDS,
     REMOTE_WRITE_KINDS,
     Kind,
@@ -29,16 +28,18 @@ from ingest.contract import (
 from ingest.dataset import Dataset
 
 from ._jit import kernel
+from ._view_columns import EVIDENCE_ONLY, ViewColumns
 from .analysis.groups import group_columns
 
 
-class TraceView:
+class TraceView(ViewColumns):
     def __init__(self, dataset: Dataset, blocks: tuple[int, int] | None = None):
         self.dataset = dataset
         self.blocks = blocks  # the window (k0, k1) of dataset.blocks held, or None: all
         self.declared = dataset.manifest  # as the user wrote it
         self.report = dataset.report
         self._cols: dict[str, np.ndarray] = {}
+        self._null: set[str] = set()  # columns null on every row of the view, held as none (``ViewColumns``)
         from .analysis import Options
 
         self.options = Options()  # the shared analyses' options; rules.runner.run sets the user's
@@ -47,71 +48,6 @@ class TraceView:
     @classmethod
     def open(cls, path) -> "TraceView":
         return cls(Dataset(path))
-
-    # ---- columns ---------------------------------------------------------
-    def load(self, names: Iterable[str]) -> None:
-        """Load several columns in one read of the parquet files."""
-        missing = [n for n in dict.fromkeys(names) if n not in self._cols]
-        if missing:
-            self._cols.update(self.dataset.arrays(missing, blocks=self.blocks))
-
-    def prefetch(self) -> None:
-        """Load, in one read, every numeric column some kind present in the trace carries and a rule reads.
-
-        Rules ask for columns one by one; each ask is a pass over every file
-        (about 0.1 s at 10 M events, forty of them per diagnose), where one
-        pass for all costs little more than the largest column.  A column no
-        present kind carries is all null and left to load on demand; so are
-        the columns only evidence names (``EVIDENCE_ONLY``).
-        """
-        kinds = np.flatnonzero(np.bincount(self.col("kind").astype(np.int64) + 128, minlength=256)) - 128
-        names = list(ENVELOPE) + list(COMMON_OPTIONAL)
-        for k in kinds.tolist():
-            if k in _KINDS:
-                req, opt = FIELDS[Kind(k)]
-                names += [*req, *opt]
-        self.load(n for n in dict.fromkeys(names)
-                  if COLUMN[n].type != COLUMN["name"].type and n not in EVIDENCE_ONLY)
-
-    def col(self, name: str) -> np.ndarray:
-        if name not in self._cols:
-            self.load([name])
-        return self._cols[name]
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.col(name)
-
-    @property
-    def loaded(self) -> list[str]:
-        return list(self._cols)
-
-    @classmethod
-    def at_rows(cls, dataset, rows: np.ndarray, blocks: tuple[int, int] | None = None) -> "TraceView":
-        """A view of every column at ``rows`` alone (ascending, distinct rows of the window
-        ``blocks``; row i of this view is ``rows[i]`` there), read from the row groups holding
-        them: where a report describes a few events of a window it no longer holds."""
-        out = cls(dataset, blocks=blocks)
-        out._cols = dataset.take([c.name for c in COLUMNS], rows, blocks=blocks)
-        return out
-
-    def columns_only(self) -> "TraceView":
-        """A view of the same window holding the columns this one loaded and nothing derived from
-        them: what describing evidence needs, without the stages' results."""
-        out = TraceView(self.dataset, blocks=self.blocks)
-        out._cols = dict(self._cols)
-        return out
-
-    def release(self, *names: str) -> None:
-        for n in names:
-            self._cols.pop(n, None)
-
-    @staticmethod
-    def null(name: str) -> int:
-        return COLUMN[name].numpy_null
-
-    @cached_property
-    def n(self) -> int:
-        return len(self.col("kind"))
 
     # ---- the manifest the rules use -----------------------------------------
     @cached_property
@@ -275,6 +211,8 @@ class TraceView:
 
         req, opt = FIELDS[kind]
         for name in ("ts", "launch") + req + opt + COMMON_OPTIONAL:
+            if name in self._null:  # null on every row: nothing to say, and no column made for it
+                continue
             spec = COLUMN[name]
             v = self.col(name)[row]
             if spec.type.equals(COLUMN["name"].type):
@@ -292,14 +230,6 @@ class TraceView:
             out[json_name(kind, name)] = v
         return out
 
-
-_KINDS = {int(k) for k in Kind}
-
-# Columns no rule or shared analysis reads in bulk (never order by ts; the kernel's own epoch is
-# evidence, not an order): only a described row names them (its evidence, a message), and the
-# timeline. A window whose rules describe nothing never reads them: 16 of the ~130 bytes an event
-# costs there, and ts, a delta-coded column, is among the slowest to decode.
-EVIDENCE_ONLY = ("ts", "epoch")
 
 # Indexable by kind code: does the kind write into its peer's memory?
 _REMOTE = np.zeros(max(int(k) for k in Kind) + 1, np.bool_)

@@ -54,7 +54,7 @@ def word_units(trace) -> np.ndarray:
         split = np.zeros(len(slot), np.bool_)
         rows = Rows(kind, trace["region"], trace["offset"], trace["local_region"] if has_get else trace["region"],
                     trace["local_offset"] if has_get else trace["offset"], R.target_region(trace), R.extent(trace),
-                    trace["sig_region"], trace.wait_words, wait_begin)
+                    trace.carried("sig_region"), trace.wait_words, wait_begin)
         _split_slots(rows, Slots(candidate, slot, rt["length"], np.int64(wide)), split)
         unit[candidate & ~split] = slot[candidate & ~split]
         return unit

@@ -100,7 +100,8 @@ class Tables:
         elem = np.array([r.elem_bytes for r in t.manifest.regions] or [1], dtype=np.int64)
         (self.w_row, self.w_region, self.w_slot, self.w_owner, self.w_value, self.w_op,
          self.w_rank, self.w_core, self.w_launch, self.w_skey, ordered) = _select_writes(
-            WriteColumns(*(t[c] for c in WriteColumns._fields)),
+            # the signal word's columns are read at a put_signal alone (TraceView.carried)
+            WriteColumns(*(t.carried(c) if c in ("sig_region", "sig_offset") else t[c] for c in WriteColumns._fields)),
             SlotLayout(wanted, elem, self.sw, self.nslots, self.slot_base, np.int64(self.slots_per_rank), _REMOTE),
             np.int64(t.null("peer")), np.int64(t.null("value")), self._waited_slots(wanted, elem), np.int64(widest(t)))
         # Index 1: by slot, then launch, then row (a stable history per slot).

@@ -87,13 +87,13 @@ def signal_words(trace, rt):
     """
     kind = trace["kind"]
     ps = np.flatnonzero(kind == C.K_PUTSIG)
-    sreg = trace["sig_region"][ps].astype(np.int64)
+    sreg = trace.carried("sig_region")[ps].astype(np.int64) if len(ps) else ps
     ok = sreg >= 0
     ps, sreg = ps[ok], sreg[ok]
     ok = rt["flaglike"][sreg]
     ps, sreg = ps[ok], sreg[ok]
     wpr = trace.manifest.words_per_rank
-    kps = trace.owner[ps].astype(np.int64) * wpr + rt["base"][sreg] + trace["sig_offset"][ps]
+    kps = trace.owner[ps].astype(np.int64) * wpr + rt["base"][sreg] + trace.carried("sig_offset")[ps]
     return ps, sreg, kps
 
 

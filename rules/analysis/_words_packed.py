@@ -51,7 +51,8 @@ def build_packed(trace) -> Words | None:
     if len(ext) and int(ext.max()) > widest(trace):  # a copy only for the rare trace that needs one
         ext = np.minimum(ext, widest(trace))
     unit = word_units(trace)
-    rows = K.Rows(kind, R.target_region(trace), offset, loffset, ext, trace["sig_region"], trace["sig_offset"],
+    rows = K.Rows(kind, R.target_region(trace), offset, loffset, ext, trace.carried("sig_region"),
+                trace.carried("sig_offset"),
                 key, trace.owner, launch, phase_all, rank, core, trace["value"], trace["op"],
                 rt["flaglike"], rt["length"], rt["base"], unit, np.int64(trace.manifest.words_per_rank))
     # key_min, key_max and selected are the count pass's: placeholders until then

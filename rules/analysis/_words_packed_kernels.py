@@ -129,7 +129,9 @@ def pack_rows(fill, rows, packing, strict, info, packed):
         sig = sr >= 0 and flaglike[sr]
         if c == 0 and not sig:
             continue
-        ks = owner[i] * words_per_owner + base[max(sr, 0)] + sig_offset[i]
+        # sig_region and sig_offset are read at a put_signal alone: elsewhere they may be a
+        # one-element stand-in (TraceView.carried)
+        ks = owner[i] * words_per_owner + base[sr] + sig_offset[i] if sig else np.int64(-1)
         if strict and ((c > 0 and key[i] < 0) or (sig and not 0 <= sig_offset[i] < length[sr])):
             return -1, 0, key_lo, key_hi
         if not fill:
