@@ -93,9 +93,9 @@ import json, sys
 import ingest.dataset as D
 seen = []
 orig = D.Dataset.arrays
-def arrays(self, columns, ranks=None, blocks=None):
+def arrays(self, columns, ranks=None, blocks=None, **kw):
     seen.extend(columns)
-    return orig(self, columns, ranks, blocks)
+    return orig(self, columns, ranks, blocks, **kw)
 D.Dataset.arrays = arrays
 from analyzer.engine import diagnose
 diagnose(sys.argv[1])
