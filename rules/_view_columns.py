@@ -12,16 +12,19 @@ stand-in instead.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
 from ingest.contract import COLUMN, COLUMNS, COMMON_OPTIONAL, ENVELOPE, FIELDS, Kind
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ingest.dataset import Dataset
+
 
 class ViewColumns:
-    dataset: object  # ingest.dataset.Dataset
-    blocks: tuple[int, int] | None
+    dataset: Dataset
+    blocks: tuple[int, int] | None  # the window (k0, k1) of dataset.blocks held, or None: all
     _cols: dict[str, np.ndarray]
     _null: set[str]
 
