@@ -15,6 +15,7 @@ import gc
 import json
 import pickle
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -245,6 +246,28 @@ def test_the_last_windows_evidence_is_not_read_again(tmp_path, monkeypatch):
     assert all(windows[-1].owns(f.location.launch) and f.evidence for f in report.findings)
     again = {n for names in after for n in names} & {n for names in during for n in names}
     assert not again, after
+
+
+def test_a_window_with_many_findings_hands_its_memory_back(tmp_path, monkeypatch):
+    """The trim after a window counts its findings, a batch of hits as its members: counted as
+    pieces (a rule's batch is one), a window of hundreds of thousands of findings never reached it
+    and each window's read grew the heap past the last one's drafts."""
+    import analyzer.window_run as W
+    import ingest._allocator as allocator
+    from analyzer.draft import Draft
+    from rules import registry
+
+    ingest([Path(__file__).parent / "corpus" / "classic_cut_after_reset"], tmp_path / "ds")
+    ds = Dataset(tmp_path / "ds")
+    window = plan(ds.blocks, Config().window_events, ds.num_rows())[0]
+    trims: list[int] = []
+    monkeypatch.setattr(allocator, "trim", lambda: trims.append(1))
+    out, _ = W.run_window(ds, window, Config(), list(registry().values()), None)
+    findings = sum(1 if isinstance(p, Draft) else len(p) for p in out)
+    assert len(out) < findings and not trims  # fewer findings than the threshold: memory kept
+    monkeypatch.setattr(W, "_TRIM_FROM", findings)
+    W.run_window(ds, window, Config(), list(registry().values()), None)
+    assert trims == [1]
 
 
 def test_window_events_must_be_positive():

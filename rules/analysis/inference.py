@@ -104,7 +104,7 @@ class _Columns:
 
     Only the waited regions are inferred, and every test on a write asks its region first: the
     payload puts into other regions, most of a dispatch's writes, would only be gathered and
-    widened for nothing (0.5-1 s a window of the 20 M many-findings trace, measured).
+    widened for nothing (1.87 -> 0.22 s for a window of the 20 M many-findings trace, measured).
     """
 
     def __init__(self, trace, waited: list[int]):
