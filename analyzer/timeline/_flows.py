@@ -54,9 +54,7 @@ def release_pairs(trace, drawn: np.ndarray) -> list[tuple[int, int, dict]]:
     key = trace.key[begins][wait] + word
     w = word_table(trace).table
     launch = trace["launch"][ends][wait].astype(np.int64)
-    key_launch = w.key_launch_of(key, launch)
-    here_lo = np.searchsorted(w.key_launch, key_launch, "left")
-    here_hi = np.searchsorted(w.key_launch, key_launch + 1, "left")
+    here_lo, here_hi = w.entries_of(key, launch)
     key_lo, _ = w.key_bounds(key)
     at = np.full(len(wait), -1, np.int64)
     how = np.zeros(len(wait), np.int8)

@@ -113,6 +113,7 @@ class FlagOrder:
         if self._flag_rows is None:
             t, w = self.t, self.w
             we = np.flatnonzero((t["kind"] == C.K_WEND) & (t.key >= 0))
+            # each (word, launch) once: many waits observe one word in a launch
             key_launch = np.unique(w.key_launch_of(t.key[we], self.launch[we]))
             lo = np.searchsorted(w.key_launch, key_launch, "left")
             hi = np.searchsorted(w.key_launch, key_launch, "right")
@@ -186,9 +187,7 @@ class FlagOrder:
         found = self._entries.get(e)
         if found is None:
             w = self.w
-            key_launch = w.key_launch_of(int(self.t.key[e]), int(self.launch[e]))
-            lo = np.searchsorted(w.key_launch, key_launch, "left")
-            hi = np.searchsorted(w.key_launch, key_launch, "right")
+            lo, hi = w.entries_of(int(self.t.key[e]), int(self.launch[e]))
             rows = w.row[lo:hi].astype(np.int64)
             found = self._entries[e] = (rows, w.op[lo:hi], w.value[lo:hi], rows.tolist())
         return found

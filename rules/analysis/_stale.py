@@ -88,13 +88,7 @@ def _stale_waits(view) -> StaleWaits:
         return empty
     w = words(view)
     ekey = view.key[ends]
-    waited_key_launch = w.key_launch_of(ekey, view["launch"][ends])
-    # Searched in sorted order (the table is far larger than the cache): the same bounds,
-    # a fraction of the misses.
-    order = np.argsort(waited_key_launch, kind="stable")
-    lo, hi = np.empty(len(waited_key_launch), np.int64), np.empty(len(waited_key_launch), np.int64)
-    lo[order] = np.searchsorted(w.key_launch, waited_key_launch[order], "left")
-    hi[order] = np.searchsorted(w.key_launch, waited_key_launch[order], "right")
+    lo, hi = w.entries_of(ekey, view["launch"][ends])
     phase_all, _ = _phases.phases(view)
     out = np.full(len(ends), -1, np.int64)
     _stale_scan(lo, hi, Entries.of(w), view["rank"], view["core"], phase_all, (ends, ekey), out)

@@ -52,9 +52,9 @@ def build_packed(trace) -> Words | None:
         ext = np.minimum(ext, widest(trace))
     unit = word_units(trace)
     rows = K.Rows(kind, R.target_region(trace), offset, loffset, ext, trace.carried("sig_region"),
-                trace.carried("sig_offset"),
-                key, trace.owner, launch, phase_all, rank, core, trace["value"], trace["op"],
-                rt["flaglike"], rt["length"], rt["base"], unit, np.int64(trace.manifest.words_per_rank))
+                  trace.carried("sig_offset"), key, trace.owner, launch, phase_all, rank, core, trace["value"],
+                  trace["op"], rt["flaglike"], rt["length"], rt["base"], unit,
+                  np.int64(trace.manifest.words_per_rank))
     # key_min, key_max and selected are the count pass's: placeholders until then
     packing = K.Packing(*(np.int64(v) for v in (0, 0, launch_min, launch_span, phase_min, phases, 1, rank_cores,
                                                cores_plus_one, n)))

@@ -68,6 +68,20 @@ class Words:
     def launch_of(self, i):
         return self.key_launch[i] % self.launch_span + self.launch_min
 
+    def entries_of(self, key, launch):
+        """(lo, hi): the entries of each (key, launch) are lo .. hi - 1 (scalars or arrays alike).
+        Many are searched in sorted order: the table is far larger than the cache, and sorted
+        queries find the same bounds at a fraction of the misses."""
+        key_launch = self.key_launch_of(key, launch)
+        if key_launch.ndim == 0 or len(key_launch) < 2:
+            return (np.searchsorted(self.key_launch, key_launch, "left"),
+                    np.searchsorted(self.key_launch, key_launch, "right"))
+        order = np.argsort(key_launch, kind="stable")
+        lo, hi = np.empty(len(key_launch), np.int64), np.empty(len(key_launch), np.int64)
+        lo[order] = np.searchsorted(self.key_launch, key_launch[order], "left")
+        hi[order] = np.searchsorted(self.key_launch, key_launch[order], "right")
+        return lo, hi
+
     def key_bounds(self, key):
         """(lo, hi): the entries of ``key`` (a scalar or an array of keys) are lo .. hi - 1."""
         k = np.asarray(key, np.int64) * self.launch_span
