@@ -57,7 +57,8 @@ def _compile_helpers(fn: Callable, numba) -> None:
     names = fn.__globals__
     for name in fn.__code__.co_names:
         h = names.get(name)
-        if getattr(h, "_moetrace_helper", False):
+        # A helper an earlier kernel compiled is a dispatcher now (it carries the marker too): leave it.
+        if getattr(h, "_moetrace_helper", False) and not hasattr(h, "py_func"):
             _compile_helpers(h, numba)
             names[name] = numba.njit(cache=True, nogil=True, inline="always")(h)
 

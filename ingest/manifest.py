@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .contract import FORMAT, Engine, Kind, Role
-from .value_ranges import ADDRESS_LIMIT, HEAP_LIMIT, column_range, must_be_rank
+from .value_ranges import ADDRESS_LIMIT, HEAP_LIMIT, column_range, value_range_of
 from .errors import TraceError
 
 
@@ -130,13 +130,8 @@ class Manifest:
         return ne
 
     def value_range(self, kind: Kind, column: str) -> tuple[int, int]:
-        """The values an integer field of ``kind`` may take: ranks and cores of this machine
-        where it addresses memory (``value_ranges.must_be_rank``), else ``value_ranges.column_range``."""
-        if must_be_rank(kind, column):
-            return 0, self.ranks - 1
-        if column == "core":
-            return 0, self.cores - 1
-        return column_range(column)
+        """The values an integer field of ``kind`` may take on this machine (``value_ranges.value_range_of``)."""
+        return value_range_of(self.ranks, self.cores, kind, column)
 
     def site_text(self, site: int | None) -> str | None:
         return None if site is None else self.sites.get(int(site))

@@ -15,14 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .contract import COLUMN, COLUMNS, SCHEMA, Kind
-from .ring_columns import allowed_names, check_range, masked, name_column, plain
-from .value_ranges import must_be_rank
+from .contract import COLUMNS, SCHEMA, Kind
+from . import ring_fast
+from .ring_columns import Records, careful_columns, plain
 from .errors import TraceError
 from .manifest import Manifest
-from .ring_layout import HEADER_DTYPE, HEADER_SIZE, MAGIC, PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, VERSION
+from .ring_layout import HEADER_DTYPE, HEADER_SIZE, MAGIC, RECORD_SIZE, VERSION
 
 SUFFIX = ".mtr"
 _BATCH = 1 << 22  # records decoded at once: bounds the working set
@@ -65,8 +64,13 @@ class _Ring:
 # --------------------------------------------------------------------------
 
 
-def read_ring_file(path: str | Path, manifest: Manifest) -> list[RingChunk]:
-    """Decode every ring of a dump file. Bad input raises TraceError(path, 'byte N', ...)."""
+def read_ring_file(path: str | Path, manifest: Manifest, careful: bool = False) -> list[RingChunk]:
+    """Decode every ring of a dump file. Bad input raises TraceError(path, 'byte N', ...).
+
+    Each chunk goes through the compiled fast path (``ingest.ring_fast``) unless ``careful`` or on a
+    big-endian host; the careful decoder (``ingest.ring_columns``) decodes what the fast path cannot vouch
+    for, and words the error.
+    """
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -75,16 +79,15 @@ def read_ring_file(path: str | Path, manifest: Manifest) -> list[RingChunk]:
     except OSError as e:
         raise TraceError(path, "", f"cannot read ring dump: {e.strerror or e}") from None
     rings = _scan(data, path, manifest)
-    units = data[: len(data) // RECORD_SIZE * RECORD_SIZE].view(RECORD_DTYPE)
     chunks, batch, size = [], [], 0
     for ring in rings:
         batch.append(ring)
         size += ring.survivors
         if size >= _BATCH:
-            chunks.append(_decode(units, batch, path, manifest))
+            chunks.append(_decode(data, batch, path, manifest, careful))
             batch, size = [], 0
     if batch or not chunks:
-        chunks.append(_decode(units, batch, path, manifest))
+        chunks.append(_decode(data, batch, path, manifest, careful))
     return chunks
 
 
@@ -134,7 +137,7 @@ def _scan(data: np.ndarray, path: Path, manifest: Manifest) -> list[_Ring]:
     return rings
 
 
-def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifest) -> RingChunk:
+def _decode(data: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifest, careful: bool) -> RingChunk:
     counts = np.array([r.survivors for r in rings], dtype=np.int64)
     total = int(counts.sum())
     lost = {}
@@ -153,24 +156,6 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
         if n1 < r.survivors:
             pieces.append((base, r.survivors - n1, r.first + n1, r))
 
-    # Every slot in one pass over the records, a cache-sized block at a time:
-    # slot by slot over the whole chunk would stream all 64 bytes per record
-    # from memory once per slot.
-    names = [n for n in RECORD_DTYPE.names if n != "pad"]
-    slots = {n: np.empty(total, RECORD_DTYPE[n]) for n in names}
-    srcs = {n: units[n] for n in names}
-    o = 0
-    for lo, k, _, _ in pieces:
-        for b in range(0, k, _BLOCK):
-            m = min(_BLOCK, k - b)
-            for n in names:
-                slots[n][o:o + m] = srcs[n][lo + b:lo + b + m]
-            o += m
-    del srcs
-
-    def gather(slot: str) -> np.ndarray:
-        return slots[slot]
-
     def per_piece(dtype, fill) -> np.ndarray:
         out = np.empty(total, dtype)
         o = 0
@@ -182,101 +167,14 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
 
     seq = per_piece(np.int64, lambda p: np.arange(p[2], p[2] + p[1], dtype=np.int64))
     positions = per_piece(np.int64, lambda p: np.arange(p[0], p[0] + p[1], dtype=np.int64) * RECORD_SIZE)
-
-    def fail(mask: np.ndarray, msg) -> None:
-        i = int(np.argmax(mask))
-        raise TraceError(path, f"byte {int(positions[i])}", msg(i))
-
-    seq_lo = gather("seq_lo")
-    bad = seq_lo != seq.astype(np.uint32)
-    if bad.any():
-        fail(bad, lambda i: f"record holds seq_lo {int(seq_lo[i])} where record {int(seq[i])} belongs "
-                            f"(a corrupt or half-written record)")
-    kind = gather("kind")
-    bad = kind >= _KINDS
-    if bad.any():
-        fail(bad, lambda i: f"unknown kind code {int(kind[i])}")
-
-    cols: dict[str, pa.Array] = {}
+    cols = None
+    if not careful and ring_fast.NATIVE:
+        cols = ring_fast.decode(data, np.array([p[:3] for p in pieces], np.int64).reshape(-1, 3), manifest)
+    if cols is None:
+        cols = careful_columns(Records(data, [p[:2] for p in pieces], seq, positions, path), manifest)
     cols["rank"] = plain(per_piece(np.int16, lambda p: p[3].rank))
     cols["core"] = plain(per_piece(np.int16, lambda p: p[3].core))
     cols["seq"] = plain(seq)
-    everywhere = np.ones(total, bool)
-    for name in ("ts", "launch"):
-        check_range(gather(name), everywhere, name, kind, fail)
-        cols[name] = plain(gather(name))
-    cols["kind"] = plain(kind.astype(np.int8))
-    here = np.flatnonzero(np.bincount(kind, minlength=_KINDS))
-    kinds_here = sum(1 << int(k) for k in here)
-    kindbit = np.left_shift(np.uint32(1), kind.astype(np.uint32))
-    present = gather("present")
-    nreg = len(manifest.regions)
-    slot_cache: dict[str, np.ndarray] = {}
-    code_cache: dict[str, np.ndarray] = {}
-
-    kind_masks: dict[int, np.ndarray] = {}
-
-    def of_kinds(mask: int) -> np.ndarray:
-        """Rows whose kind is in ``mask`` (shared: callers must not modify it)."""
-        mask &= kinds_here
-        got = kind_masks.get(mask)
-        if got is None:
-            if mask == kinds_here:
-                got = np.ones(total, bool)
-            elif mask == 0:
-                got = np.zeros(total, bool)
-            else:
-                got = (kindbit & np.uint32(mask)) != 0
-            kind_masks[mask] = got
-        return got
-
-    for plan in PLANS:
-        spec = COLUMN[plan.column]
-        if not plan.kinds & kinds_here:
-            continue
-        valid = of_kinds(plan.req_kinds)
-        for kmask, b in plan.opt_kinds:
-            if kmask & kinds_here:
-                valid = valid | (of_kinds(kmask) & ((present & np.uint16(b)) != 0))
-        if not valid.any():
-            continue
-        raw = slot_cache.get(plan.slot)
-        if raw is None:
-            raw = slot_cache[plan.slot] = gather(plan.slot)
-        if plan.allowed:
-            code = code_cache.get(plan.slot)
-            if code is None:
-                code = code_cache[plan.slot] = np.where(raw < 32, np.left_shift(np.uint32(1), raw.astype(np.uint32) & 31), 0).astype(np.uint32)
-            bad = np.zeros(total, bool)
-            for kmask, cmask in plan.allowed:
-                if kmask & kinds_here:
-                    bad |= of_kinds(kmask) & ((code & np.uint32(cmask)) == 0)
-            bad &= valid
-            if bad.any():
-                fail(bad, lambda i: f"{Kind(int(kind[i])).wire}: {plan.column} code {int(raw[i])} is not "
-                                    f"allowed (one of {allowed_names(plan, spec, int(kind[i]))})")
-        if plan.slot in REGION_SLOTS:
-            bad = valid & (raw >= nreg)
-            if bad.any():
-                fail(bad, lambda i: f"{plan.column} id {int(raw[i])} unknown to the manifest's {nreg} regions")
-        rank_kinds = sum(1 << int(k) for k in Kind if must_be_rank(k, plan.column))
-        if rank_kinds & plan.kinds & kinds_here:
-            bad = valid & of_kinds(rank_kinds) & ((raw < 0) | (raw >= manifest.ranks))
-            if bad.any():
-                fail(bad, lambda i: f"{Kind(int(kind[i])).wire} event: field {plan.column!r} = {int(raw[i])} is not "
-                                    f"a rank of the manifest (ranks 0..{manifest.ranks - 1})")
-        if plan.column == "name":
-            cols["name"] = name_column(raw, valid, manifest, fail)
-            continue
-        np_type = _NP_TYPE[spec.type]
-        # Enum codes, region ids and ranks were checked above; every other value must lie in
-        # its column's range (a slot wider than its column must not wrap, a sentinel is no data).
-        if not plan.allowed and plan.slot not in REGION_SLOTS:
-            check_range(raw, valid & ~of_kinds(rank_kinds), plan.column, kind, fail)
-        got = masked(raw.astype(np_type, copy=False), valid)
-        if plan.column in cols:  # a column some kinds keep in another slot: its other plan's rows
-            got = pc.if_else(pa.array(valid), got, cols[plan.column])
-        cols[plan.column] = got
     arrays = [cols[c.name] if c.name in cols else None for c in COLUMNS]
     if None in arrays:
         # All-null columns share one lazily zeroed buffer: nothing is touched.
@@ -287,8 +185,7 @@ def _decode(units: np.ndarray, rings: list[_Ring], path: Path, manifest: Manifes
                   pa.Array.from_buffers(c.type, total, [bitmap, zeros] + ([empty] if c.type == pa.string() else []),
                                         null_count=total)
                   for a, c in zip(arrays, COLUMNS)]
-    table = pa.Table.from_arrays(arrays, schema=SCHEMA)
-    return RingChunk(table, positions, lost, events_in)
+    return RingChunk(pa.Table.from_arrays(arrays, schema=SCHEMA), positions, lost, events_in)
 
 
 # The encoder lives beside the reader; importers use ingest.rings for both.

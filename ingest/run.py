@@ -15,7 +15,7 @@ import pyarrow as pa
 from .dataset import BLOCK_EVENTS
 from .ingest_report import IngestReport, SourceReport
 from .writer import DatasetWriter, conform
-from .sources import Chunk, resolve
+from .sources import Chunk, Source, resolve
 from .staging import check_not_an_input
 
 # progress(phase, n): phase 'read' counts events read, 'write' rows written.
@@ -35,11 +35,12 @@ def ingest(inputs: Sequence[Path | str], out: Path | str, *, force: bool = False
     manifest, sources = resolve(inputs)
     check_not_an_input(Path(out), [s.path for s in sources] + [Path(p) for p in inputs])
     writer = DatasetWriter(out, manifest, overwrite=force, block_events=block_events)
+    careful_rings = _careful_rings(sources)
     for src in sources:
         # One report per source even where a reader yields several chunks
         # (a ring dump holds one ring per core).
         chunks = []
-        for chunk in src.chunks(manifest):
+        for chunk in src.chunks(manifest, careful_rings):
             chunks.append(chunk)
             if progress is not None:
                 progress("read", chunk.events_in)
@@ -48,6 +49,23 @@ def ingest(inputs: Sequence[Path | str], out: Path | str, *, force: bool = False
         writer.add(table, rep, lost=lost, positions=positions)
     write = None if progress is None else (lambda n: progress("write", n))
     return writer.commit(progress=write)
+
+
+def _careful_rings(sources: Sequence[Source]) -> bool:
+    """Whether the input's ring dumps are too few records to pay for the fast decoder's start (``ring_fast``)."""
+    dumps = [src.path for src in sources if src.format == "mtr"]
+    if not dumps:
+        return True
+    from .ring_fast import worth_it
+    from .ring_layout import RECORD_SIZE
+
+    size = 0
+    for path in dumps:
+        try:
+            size += path.stat().st_size
+        except OSError:
+            pass  # the reader words it
+    return not worth_it(size // RECORD_SIZE)
 
 
 def _merge(chunks: list[Chunk]):

@@ -52,7 +52,8 @@ class Source:
     def where_unit(self) -> str:
         return {"jsonl": "line", "mtr": "byte", "dataset": "row"}[self.format]
 
-    def chunks(self, manifest: Manifest) -> Iterator[Chunk]:
+    def chunks(self, manifest: Manifest, careful_rings: bool = False) -> Iterator[Chunk]:
+        """The source's rows; ``careful_rings``: decode a ring dump with the careful decoder alone."""
         if self.format == "jsonl":
             from .jsonl import read_jsonl
 
@@ -66,7 +67,7 @@ class Source:
                     raise
                 raise TraceError(self.path, "", "binary ring dumps are not supported by this build "
                                  "(ingest.rings is missing)") from None
-            for c in read_ring_file(self.path, manifest):
+            for c in read_ring_file(self.path, manifest, careful=careful_rings):
                 yield Chunk(c.table, np.asarray(c.positions, dtype=np.int64), dict(c.lost), int(c.events_in))
         else:
             ds = Dataset(self.path)

@@ -39,6 +39,16 @@ HEAP_LIMIT = 1 << 44  # elements one rank's regions span together (words_per_ran
 ADDRESS_FIELDS = ("offset", "local_offset", "sig_offset", "nbytes")
 
 
+def value_range_of(ranks: int, cores: int, kind: Kind, column: str) -> tuple[int, int]:
+    """The values an integer field of ``kind`` may take on a machine of ``ranks`` x ``cores``: its ranks
+    and cores where it addresses memory (``must_be_rank``), else ``column_range`` (``Manifest.value_range``)."""
+    if must_be_rank(kind, column):
+        return 0, ranks - 1
+    if column == "core":
+        return 0, cores - 1
+    return column_range(column)
+
+
 def column_range(column: str) -> tuple[int, int]:
     """The values an integer column can hold as data: its type's range without the
     null sentinel (the type's minimum stands for null in the core), and the

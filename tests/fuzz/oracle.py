@@ -2,8 +2,8 @@
 
 ``readers`` runs the readers alone (fast, so the campaign can run millions):
 a manifest either loads or is a TraceError; a JSON-lines file gives the same
-verdict on the fast and the careful path; a ring dump decodes or is a
-TraceError; an accepted table holds only values its columns can hold as data.
+verdict on the fast and the careful path, and so does a ring dump (it decodes or is a
+TraceError); an accepted table holds only values its columns can hold as data.
 ``ingest_and_read_back`` writes the dataset and reads it back fully, also
 through ``moetrace query "select * from events"``.
 A violated promise raises ``Bug`` with its class.
@@ -120,11 +120,18 @@ def _first_bad_place(path: Path, manifest: Manifest, err: TraceError) -> None:
 
 
 def ring_verdict(path: Path, manifest: Manifest) -> str:
+    """'accepted' or 'rejected'; Bug on a crash or on the fast and careful ring decoders disagreeing."""
     from ingest.rings import read_ring_file
 
     got = _guard("ring reader", read_ring_file, path, manifest)
-    if isinstance(got, TraceError):
+    careful = _guard("careful ring reader", read_ring_file, path, manifest, True)
+    if isinstance(got, TraceError) or isinstance(careful, TraceError):
+        if str(got) != str(careful):
+            raise Bug("readers-disagree", f"ring decoders: fast path {got}, careful {careful}")
         return "rejected"
+    if len(got) != len(careful) or not all(a.table.equals(b.table) and (a.positions == b.positions).all()
+                                           for a, b in zip(got, careful)):
+        raise Bug("readers-disagree", "fast and careful ring decoders give different rows")
     for chunk in got:
         check_table(chunk.table, manifest, str(path))
         if chunk.events_in != chunk.table.num_rows + sum(chunk.lost.values()):
