@@ -31,10 +31,16 @@ def launch_counts(launches: list[pa.ChunkedArray]) -> tuple[np.ndarray, np.ndarr
             v, c = np.unique(a, return_counts=True)
             vals.append(v)
             counts.append(c)
-    if not vals:
+    return merge_counts(list(zip(vals, counts)))
+
+
+def merge_counts(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """(values, counts) pairs as one: each value once, ascending, with its counts summed."""
+    pairs = [(v, c) for v, c in pairs if len(v)]
+    if not pairs:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    v, inv = np.unique(np.concatenate(vals), return_inverse=True)
-    return v.astype(np.int64), np.bincount(inv, weights=np.concatenate(counts)).astype(np.int64)
+    v, inv = np.unique(np.concatenate([v for v, _ in pairs]), return_inverse=True)
+    return v.astype(np.int64), np.bincount(inv, weights=np.concatenate([c for _, c in pairs])).astype(np.int64)
 
 
 def cut_blocks(values: np.ndarray, counts: np.ndarray, target: int) -> np.ndarray:

@@ -91,6 +91,16 @@ def read_ring_file(path: str | Path, manifest: Manifest, careful: bool = False) 
     return chunks
 
 
+def ranks_in(path: str | Path, manifest: Manifest) -> frozenset[int] | None:
+    """The ranks whose rings a dump holds, from its headers alone; None where they cannot be read (the
+    decoder words what is wrong, in its turn)."""
+    try:
+        data = np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray)
+        return frozenset(r.rank for r in _scan(data, Path(path), manifest))
+    except (OSError, ValueError, TraceError):
+        return None
+
+
 def _scan(data: np.ndarray, path: Path, manifest: Manifest) -> list[_Ring]:
     """Walk the ring headers (a Python loop over rings, never over records)."""
     if len(data) == 0:

@@ -36,7 +36,8 @@ def ingest(inputs: Sequence[Path | str], out: Path | str, *, force: bool = False
     check_not_an_input(Path(out), [s.path for s in sources] + [Path(p) for p in inputs])
     writer = DatasetWriter(out, manifest, overwrite=force, block_events=block_events)
     careful_rings = _careful_rings(sources)
-    for src in sources:
+    seal = _seal_after(sources, manifest)
+    for i, src in enumerate(sources):
         # One report per source even where a reader yields several chunks
         # (a ring dump holds one ring per core).
         chunks = []
@@ -47,8 +48,29 @@ def ingest(inputs: Sequence[Path | str], out: Path | str, *, force: bool = False
         table, positions, lost, events_in = _merge(chunks)
         rep = SourceReport(str(src.path), src.format, events_in=events_in, where_unit=src.where_unit)
         writer.add(table, rep, lost=lost, positions=positions)
+        writer.seal(seal[i])
     write = None if progress is None else (lambda n: progress("write", n))
     return writer.commit(progress=write)
+
+
+def _seal_after(sources: Sequence[Source], manifest) -> list[set[int]]:
+    """Per source, the ranks no later source holds rows of: the writer lets their rows go once encoded.
+
+    Only ring dumps say which ranks they hold (their headers); after a source that does not, nothing
+    is sealed until it is read.
+    """
+    from .rings import ranks_in
+
+    held = [ranks_in(src.path, manifest) if src.format == "mtr" else None for src in sources]
+    seal: list[set[int]] = [set() for _ in sources]
+    later: set[int] = set()
+    for i in range(len(sources) - 1, -1, -1):
+        if held[i] is None:
+            later = set(range(manifest.ranks))  # any rank may come later still
+            continue
+        seal[i] = set(held[i]) - later
+        later |= held[i]
+    return seal
 
 
 def _careful_rings(sources: Sequence[Source]) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .contract import COLUMNS, SCHEMA
-from .blocks import blocks_of, edges_from, launch_counts, row_cuts
+from .blocks import blocks_of, edges_from, launch_counts, merge_counts, row_cuts
 from .dataset import BLOCK_EVENTS, EVENTS_DIR, MANIFEST_FILE, REPORT_FILE
 from .ingest_report import CoreReport, IngestReport, SourceReport
 from .errors import TraceError
@@ -30,6 +30,7 @@ from .staging import check_replaceable, clean_stale, make_stage, os_error, swap_
 # Integer columns whose values are (near-)monotone within a core: delta-encode.
 _DELTA = ("seq", "ts")
 _ROW_GROUP = 1 << 20
+_WORKERS = max(1, min(4, os.cpu_count() or 1))  # encoder threads (pyarrow and numpy release the GIL)
 
 # Staging columns that travel with rows until commit, for precise errors.
 _SRC = "_src"
@@ -67,15 +68,42 @@ class DatasetWriter:
         # order, so errors are the same as a sequential write.
         self._pool: ThreadPoolExecutor | None = None
         self._spec: dict[int, tuple[int, Future]] = {}
+        # Ranks the caller said get no more rows (``seal``), and those of them encoded: their tables are let
+        # go, only the encoded file is kept. Without, every rank's rows stayed until commit (10.5 GiB for a
+        # 99 M-event ring ingest).
+        self._sealed: set[int] = set()
+        self._encoded: dict[int, Future] = {}
+        self._launches: list[tuple[np.ndarray, np.ndarray]] = []  # launch values and counts of each table added
 
     def _submit(self, rank: int) -> Future:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
-                                            thread_name_prefix="moetrace-write")
+            self._pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="moetrace-write")
+        # Decoding may outrun encoding: past a few ranks waiting, wait for one, so that sealed ranks' rows go.
+        while sum(not f.done() for _, f in self._spec.values()) >= 2 * _WORKERS:
+            wait([f for _, f in self._spec.values() if not f.done()], return_when=FIRST_COMPLETED)
+            self._release()
         parts = list(self._by_rank[rank])
         fut = self._pool.submit(self._encode_rank, rank, parts, self._edges)
         self._spec[rank] = (len(parts), fut)
         return fut
+
+    def seal(self, ranks) -> None:
+        """Say that ``ranks`` get no more rows: once encoded, their rows are let go (``add`` refuses more)."""
+        for rank in ranks:
+            rank = int(rank)
+            self._sealed.add(rank)
+            spec = self._spec.get(rank)
+            if rank in self._by_rank and (spec is None or spec[0] != len(self._by_rank[rank])):
+                self._submit(rank)  # its encode was dropped when more rows came: redo it now, not at commit
+        self._release()
+
+    def _release(self) -> None:
+        for rank in list(self._sealed):
+            spec = self._spec.get(rank)
+            if spec is not None and spec[0] == len(self._by_rank[rank]) and spec[1].done():
+                self._encoded[rank] = spec[1]
+                del self._spec[rank], self._by_rank[rank]
+                self._sealed.discard(rank)
 
     def __del__(self):
         pool = getattr(self, "_pool", None)
@@ -100,6 +128,7 @@ class DatasetWriter:
         if n == 0:
             return
         ranks = table.column("rank").to_numpy()
+        self._launches.append(launch_counts([table.column("launch")]))
         if self._edges is None:
             self._edges = edges_from(table.column("launch"), ranks, self.manifest.ranks, self.block_events)
         touched = []
@@ -120,6 +149,8 @@ class DatasetWriter:
                 self._by_rank.setdefault(r, []).append(part)
                 touched.append(r)
         for r in touched:
+            if r in self._encoded:
+                raise ValueError(f"rows added for rank {r} after it was sealed")
             spec = self._spec.pop(r, None)
             if spec is None:
                 self._submit(r)
@@ -152,19 +183,21 @@ class DatasetWriter:
         # events/ exists even with no rows: an empty trace is still a dataset (every rank missing).
         (stage / EVENTS_DIR).mkdir()
         cores: dict[tuple[int, int], CoreReport] = {}
-        ranks = sorted(self._by_rank)
+        ranks = sorted(set(self._by_rank) | set(self._encoded))
         edges = self._edges if self._edges is not None else np.zeros(0, np.int64)
-        self.report.blocks = blocks_of(*launch_counts([t.column("launch") for r in ranks
-                                                       for t in self._by_rank[r]]), edges)
-        futures = {}
+        self.report.blocks = blocks_of(*merge_counts(self._launches), edges)
+        futures = dict(self._encoded)
+        self._encoded.clear()
         for rank in ranks:
+            if rank in futures:
+                continue
             spec = self._spec.get(rank)
             ok = spec is not None and spec[0] == len(self._by_rank[rank])
             futures[rank] = spec[1] if ok else self._submit(rank)
         try:
             for rank in ranks:
                 buf, reports, rows = futures.pop(rank).result()
-                del self._by_rank[rank]
+                self._by_rank.pop(rank, None)
                 for rep in reports:
                     cores[(rep.rank, rep.core)] = rep
                 d = stage / EVENTS_DIR / f"rank={rank}"
