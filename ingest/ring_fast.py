@@ -38,7 +38,7 @@ TS, SEQ_LO, LAUNCH, KIND, PRESENT = (_SLOT[n] for n in ("ts", "seq_lo", "launch"
 # The slots that hold fields: every slot but the envelope's and the presence bits.
 FIELD_SLOTS = np.array([i for i in range(len(RECORD_DTYPE.names)) if i not in (TS, SEQ_LO, LAUNCH, KIND, PRESENT)],
                        np.int64)
-_WIDTHS = (8, 16, 32, 64)  # a slot's array is a row of the matrix of its width, as a signed integer
+_WIDTHS = (8, 16, 32, 64)  # a slot's values are kept as a signed integer of its width
 _TYPES = (np.int8, np.int16, np.int32, np.int64)
 # Validity is staged a block of records at a time, a byte per (plan, record), and packed to bits per plan.
 BLOCK = 2048
@@ -69,8 +69,8 @@ def _slot_fields() -> np.ndarray:
 
 
 SLOT_FIELDS = _slot_fields()
-# The slots kept, by width (the presence bits and seq_lo are only checked): row r of the matrix of width g
-# is slot _BY_WIDTH[g][r].
+# The slots kept, by width (the presence bits and seq_lo are only checked): the kernel's r-th array of
+# width g holds slot _BY_WIDTH[g][r].
 _BY_WIDTH = tuple([s for s in range(len(SLOT_FIELDS)) if SLOT_FIELDS[s, 4] == g and s not in (SEQ_LO, PRESENT)]
                   for g in range(len(_WIDTHS)))
 SLOTS8, SLOTS16, SLOTS32, SLOTS64 = (np.array(slots, np.int64) for slots in _BY_WIDTH)
@@ -83,8 +83,8 @@ class Layout(NamedTuple):
 
 
 class Out(NamedTuple):
-    """What the kernel writes: the slots by width (an array each: one no column keeps is freed), and per plan
-    its validity bits and count of values."""
+    """What the kernel writes: the slots by width (an array each, so that one no column keeps is freed), and
+    per plan its validity bits and count of values."""
     out8: tuple
     out16: tuple
     out32: tuple
@@ -136,19 +136,6 @@ def _field(words, unit, slot):
     return (value ^ SLOT_FIELDS[slot, 3]) - SLOT_FIELDS[slot, 3]
 
 
-@kernel
-def _census(words, pieces):
-    """How many records of each kind code (0..255), and the presence bits each kind's records set, OR-ed."""
-    kinds = np.zeros(256, np.int64)
-    present = np.zeros(256, np.int64)
-    for p in range(pieces.shape[0]):
-        for unit in range(pieces[p, 0], pieces[p, 0] + pieces[p, 1]):
-            kind = _field(words, unit, KIND)
-            kinds[kind] += 1
-            present[kind] |= _field(words, unit, PRESENT)
-    return kinds, present
-
-
 @helper
 def _pack(valid, rows, first, out):
     """Each plan's validity bytes of a block's ``rows`` records as bits, eight to a byte (``first``, the block's
@@ -188,7 +175,8 @@ def _fill(words, pieces, layout, out):
             if ((kind >= kinds) | (_field(words, unit, SEQ_LO) != (seq & 0xFFFFFFFF))
                     | (ts < envelope[0]) | (ts > envelope[1]) | (launch < envelope[2]) | (launch > envelope[3])):
                 return i
-            # Every slot to its row, the matrix of each width in turn: no branch on a slot's width.
+            # Every slot to its array, a width at a time: no branch on a slot's width (mispredicted, it cost
+            # more than the rest of the record's decode).
             for r in range(len(SLOTS8)):
                 out.out8[r][i] = _field(words, unit, SLOTS8[r])
             for r in range(len(SLOTS16)):
@@ -230,18 +218,15 @@ def worth_it(records: int) -> bool:
     return NATIVE and (records >= FAST_FROM or bool(loaded()))
 
 
-def decode(data: np.ndarray, pieces: np.ndarray, manifest: Manifest) -> pa.Table | None:
-    """The chunk's contract table but rank and core, seq and the byte positions (the caller's, per piece), or
-    None where the careful decoder must decide.
+def decode(data: np.ndarray, pieces: np.ndarray, manifest: Manifest) -> dict[str, pa.Array] | None:
+    """Every column the chunk's records fill but rank, core and seq (the caller's, per piece), or None where
+    the careful decoder must decide.
 
     ``data``: the dump's bytes; ``pieces``: int64[n, 3] (first 64-byte unit, records, first seq).
     """
     units = len(data) // RECORD_SIZE
     words = data[: units * RECORD_SIZE].view("<i8").reshape(units, _WORDS)
     total = int(pieces[:, 1].sum())
-    kinds, present = _census(words, pieces)
-    if kinds[_KINDS:].any():
-        return None  # an unknown kind: the careful decoder words it
     entries = _entries(manifest.ranks, manifest.cores, len(manifest.regions), len(manifest.names))
     out = Out(*(tuple(np.empty(total, t) for _ in slots) for slots, t in zip(_BY_WIDTH, _TYPES)),
               np.empty((DISCARD + 1, (total + 7) >> 3), np.uint8), np.zeros(DISCARD + 1, np.int64))
