@@ -85,7 +85,7 @@ def careful_columns(records: Records, manifest: Manifest) -> dict[str, pa.Array]
     nreg = len(manifest.regions)
     slot_cache: dict[str, np.ndarray] = {}
     code_cache: dict[str, np.ndarray] = {}
-    held: dict[str, int] = {}
+    held: dict[str, int] = {}  # per enum slot, the codes it holds (``_held_codes``)
 
     kind_masks: dict[int, np.ndarray] = {}
 
@@ -116,8 +116,8 @@ def careful_columns(records: Records, manifest: Manifest) -> dict[str, pa.Array]
         raw = slot_cache.get(plan.slot)
         if raw is None:
             raw = slot_cache[plan.slot] = gather(plan.slot)
-        if plan.slot not in held:
-            held[plan.slot] = _held_codes(raw) if plan.allowed else -1
+        if plan.allowed and plan.slot not in held:
+            held[plan.slot] = _held_codes(raw)
         # Every code the slot holds allowed for every kind of the chunk the plan covers: no row to test.
         if plan.allowed and (held[plan.slot] < 0 or any(held[plan.slot] & ~cmask for kmask, cmask in plan.allowed
                                                           if kmask & kinds_here)):
