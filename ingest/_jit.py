@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 from typing import Callable
 
 _loaded: list[str] = []  # module.name of each kernel compiled or loaded here, in order
@@ -32,10 +33,44 @@ def kernel(fn: Callable) -> Callable:
             _compile_helpers(fn, numba)
             compiled.append(numba.njit(cache=True, nogil=True)(fn))
             _loaded.append(f"{fn.__module__}.{fn.__name__}")
-        return compiled[0](*args)
+        try:
+            return compiled[0](*args)
+        except Exception as e:  # noqa: BLE001 - only a cache another version of the module wrote is handled
+            if not _from_cache(e):
+                raise
+            import numba
+
+            _forget_cache(compiled[0])
+            compiled[0] = numba.njit(cache=True, nogil=True)(fn)
+            return compiled[0](*args)
 
     call.py_func = fn  # the pure-Python original, for debugging and tests
     return call
+
+
+def _from_cache(err: BaseException) -> bool:
+    """Whether ``err`` was raised reading numba's on-disk cache.
+
+    numba names a kernel's cache files by its module and line, and unpickles the index (the types of
+    each cached signature) before it checks that the source is the one it was built from. A cache an
+    older version of the module left (a source edit, a package upgrade: pip does not remove the files
+    numba wrote) can then name a type that no longer exists: an AttributeError from the unpickling.
+    """
+    tb = err.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.endswith(os.path.join("numba", "core", "caching.py")):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _forget_cache(dispatcher) -> None:
+    """Remove the kernel's cache index, so that it compiles afresh and writes a new one (numba's internals:
+    where they are not as read here, the index stays and the kernel still compiles)."""
+    try:
+        os.remove(dispatcher._cache._cache_file._index_path)
+    except (AttributeError, OSError):
+        pass
 
 
 def helper(fn: Callable) -> Callable:

@@ -123,7 +123,8 @@ def careful_columns(records: Records, manifest: Manifest) -> dict[str, pa.Array]
                                                           if kmask & kinds_here)):
             code = code_cache.get(plan.slot)
             if code is None:
-                code = code_cache[plan.slot] = np.where(raw < 32, np.left_shift(np.uint32(1), raw.astype(np.uint32) & 31), 0).astype(np.uint32)
+                bit = np.left_shift(np.uint32(1), raw.astype(np.uint32) & 31)
+                code = code_cache[plan.slot] = np.where(raw < 32, bit, 0).astype(np.uint32)
             bad = np.zeros(total, bool)
             for kmask, cmask in plan.allowed:
                 if kmask & kinds_here:

@@ -1,6 +1,6 @@
 """The ring decoder's fast path: one compiled pass from a chunk's records to its slots and checked fields.
 
-The careful decoder (``ingest.rings._decode``) makes a numpy pass per slot and
+The careful decoder (``ingest.ring_columns``) makes a numpy pass per slot and
 per check. Here each record's 64 bytes are read once, as eight little-endian
 words: every slot is cut out of its word into the slot's array, and every field
 the record's kind carries in a slot is checked as the careful decoder checks
@@ -100,7 +100,8 @@ def _slot_range(slot: str, lo: int, hi: int) -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=8)
 def _entries(ranks: int, cores: int, regions: int, names: int) -> np.ndarray:
-    """Per kind and field slot, the plan the kind keeps there and its check, as ``ingest.rings._decode`` runs them."""
+    """Per kind and field slot, the plan the kind keeps there and its check, as the careful decoder
+    (``ring_columns.careful_columns``) runs them."""
     table = np.zeros((_KINDS, len(FIELD_SLOTS), 5), np.int64)
     table[:, :] = DISCARD, 0, np.iinfo(np.int64).min, np.iinfo(np.int64).max, _ANY_CODE
     where = {int(slot): j for j, slot in enumerate(FIELD_SLOTS)}
