@@ -16,11 +16,12 @@ import pyarrow.compute as pc
 from .contract import COLUMN, Kind
 from .errors import TraceError
 from .manifest import Manifest
-from .ring_layout import PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, Plan
+from .ring_layout import PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, Plan, slot_bounds
 from .value_ranges import column_range, must_be_rank, range_problem
 
 _BLOCK = 8192  # records copied per slot at a time (512 KiB: stays in cache)
 _KINDS = len(Kind)
+assert sorted(int(k) for k in Kind) == list(range(_KINDS))  # a code past the last kind is unknown
 _NP_TYPE = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64}
 
 
@@ -179,9 +180,8 @@ def _held_codes(raw: np.ndarray) -> int:
 
 def check_range(raw: np.ndarray, rows: np.ndarray, column: str, kind: np.ndarray, fail) -> None:
     """Fail at the first of ``rows`` whose value lies outside ``column_range(column)``."""
-    lo, hi = column_range(column)
+    lo, hi = slot_bounds(raw.dtype, *column_range(column))
     info = np.iinfo(raw.dtype)
-    lo, hi = max(lo, int(info.min)), min(hi, int(info.max))  # bounds the slot cannot pass need no test
     if (lo == info.min and hi == info.max) or _within(raw, lo, hi):
         return
     bad = rows & ((raw < lo) | (raw > hi))

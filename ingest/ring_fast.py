@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from ._jit import helper, kernel, loaded
 from .contract import COLUMN, Kind
 from .manifest import Manifest
-from .ring_layout import PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS
+from .ring_layout import PLANS, RECORD_DTYPE, RECORD_SIZE, REGION_SLOTS, slot_bounds
 from .value_ranges import column_range, value_range_of
 
 _KINDS = len(Kind)
@@ -94,8 +94,7 @@ class Out(NamedTuple):
 
 
 def _slot_range(slot: str, lo: int, hi: int) -> tuple[int, int]:
-    info = np.iinfo(RECORD_DTYPE.fields[slot][0])
-    return max(lo, int(info.min)), min(hi, int(info.max))
+    return slot_bounds(RECORD_DTYPE.fields[slot][0], lo, hi)
 
 
 @functools.lru_cache(maxsize=8)
@@ -140,16 +139,14 @@ def _field(words, unit, slot):
 @helper
 def _pack(valid, rows, first, out):
     """Each plan's validity bytes of a block's ``rows`` records as bits, eight to a byte (``first``, the block's
-    first record, is a multiple of 8), counted; the bytes are cleared for the next block."""
+    first record, is a multiple of 8), counted; the bytes are cleared for the next block. A last, partial
+    word's bytes past the rows are 0: no record wrote them since they were last cleared."""
     words = (rows + 7) >> 3
-    last = (np.uint64(1) << np.uint64((rows & 7) << 3)) - np.uint64(1)  # a last, partial word's records
     for p in range(DISCARD):
         eights = valid[p].view(np.uint64)
         seen = np.uint64(0)
         for k in range(words):
             word = eights[k]
-            if (k + 1) << 3 > rows:
-                word &= last
             out.bits[p, (first >> 3) + k] = (word * _GATHER) >> np.uint64(56)
             seen += (word * _ADD) >> np.uint64(56)
             eights[k] = 0

@@ -109,6 +109,12 @@ def slot_of(kind: Kind, column: str) -> str:
     return SLOT_OF_KIND.get((kind, column), SLOT_OF[column])
 
 
+def slot_bounds(dtype, lo: int, hi: int) -> tuple[int, int]:
+    """[lo, hi] narrowed to what a slot of ``dtype`` can hold: a bound the slot cannot pass needs no test."""
+    info = np.iinfo(dtype)
+    return max(lo, int(info.min)), min(hi, int(info.max))
+
+
 # Slots whose values are region ids, checked against the manifest.
 REGION_SLOTS = ("r0", "r1")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .contract import COLUMNS, SCHEMA, Kind
+from .contract import COLUMNS, SCHEMA
 from . import ring_fast
 from .ring_columns import Records, careful_columns, plain
 from .errors import TraceError
@@ -25,11 +25,6 @@ from .ring_layout import HEADER_DTYPE, HEADER_SIZE, MAGIC, RECORD_SIZE, VERSION
 
 SUFFIX = ".mtr"
 _BATCH = 1 << 22  # records decoded at once: bounds the working set
-_BLOCK = 8192  # records copied per slot at a time (512 KiB: stays in cache)
-_KINDS = len(Kind)
-assert sorted(int(k) for k in Kind) == list(range(_KINDS))
-
-_NP_TYPE = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64}
 
 
 @dataclass

@@ -66,8 +66,7 @@ def _seal_after(sources: Sequence[Source], manifest) -> list[set[int]]:
     later: set[int] = set()
     for i in range(len(sources) - 1, -1, -1):
         if held[i] is None:
-            later = set(range(manifest.ranks))  # any rank may come later still
-            continue
+            break  # any rank may come later still
         seal[i] = set(held[i]) - later
         later |= held[i]
     return seal

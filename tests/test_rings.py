@@ -264,10 +264,13 @@ def test_batches_of_rings_decode_the_same(tmp_path, monkeypatch):
     data = encode_rings(_table([{"rank": r, "core": c, "ts": i, "launch": 1, "kind": int(Kind.QUIET), "engine": 5}
                                 for i in range(7) for r in range(2) for c in range(3)]), MANIFEST, capacity=4)
     _, whole = _decode(tmp_path, data)
+    import ingest.ring_columns as ring_columns
+
     monkeypatch.setattr(rings, "_BATCH", 5)
-    monkeypatch.setattr(rings, "_BLOCK", 3)
-    _, parts = _decode(tmp_path, data, "again.mtr")
-    assert len(whole) == 1 and len(parts) == 3  # rings of 4 survivors, batches of >= 5
-    assert _rows(parts) == _rows(whole)
-    assert np.array_equal(np.concatenate([c.positions for c in parts]), whole[0].positions)
-    assert sum(c.events_in for c in parts) == 42 and sum(sum(c.lost.values()) for c in parts) == 18
+    monkeypatch.setattr(ring_columns, "_BLOCK", 3)  # the careful decoder's slot copies, 3 records at a time
+    path, parts = _decode(tmp_path, data, "again.mtr")
+    for parts in (parts, read_ring_file(path, MANIFEST, careful=True)):
+        assert len(whole) == 1 and len(parts) == 3  # rings of 4 survivors, batches of >= 5
+        assert _rows(parts) == _rows(whole)
+        assert np.array_equal(np.concatenate([c.positions for c in parts]), whole[0].positions)
+        assert sum(c.events_in for c in parts) == 42 and sum(sum(c.lost.values()) for c in parts) == 18
