@@ -77,7 +77,7 @@ SLOTS8, SLOTS16, SLOTS32, SLOTS64 = (np.array(slots, np.int64) for slots in _BY_
 
 
 class Layout(NamedTuple):
-    """The checks of one manifest and where a chunk's slots land, as the kernel reads them."""
+    """The checks of one manifest, as the kernel reads them."""
     entries: np.ndarray  # int64[kinds, len(FIELD_SLOTS), 5]: see E_PLAN..E_CODES
     envelope: np.ndarray  # int64[4]: lo, hi of ts, then of launch
 
@@ -208,10 +208,11 @@ def worth_it(records: int) -> bool:
     """Whether to decode ``records`` records (a whole input's) with this path.
 
     On a little-endian host only (the words are read as native integers; the careful decoder reads any).
-    numba's import and its first kernel load cost about 0.4 s, which the fast path's ~45 ns a record
-    (80 against the careful decoder's 125) pays back from about 10 M records: below ``FAST_FROM``, only
-    in a process where numba is loaded already. Measured with ``moetrace ingest`` on 2 cores: 9.6 M
-    records 2.47 s careful, 2.71-2.80 s fast; 99 M records 42 s careful, 29 s fast.
+    numba's import and its first kernel load cost about 0.4 s, which the fast path pays back only on
+    large inputs: below ``FAST_FROM``, it runs only in a process where numba is loaded already.
+    Measured with ``moetrace ingest`` on 2 cores: 9.6 M records 1.98-2.09 s careful, 2.21-2.36 s fast;
+    99 M records 26.4 s careful, 22.3 s fast (the careful decoder's whole-chunk arrays cost it more
+    there than its ~90 ns a record against ~75 says).
     """
     return NATIVE and (records >= FAST_FROM or bool(loaded()))
 
