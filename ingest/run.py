@@ -56,8 +56,9 @@ def ingest(inputs: Sequence[Path | str], out: Path | str, *, force: bool = False
 def _seal_after(sources: Sequence[Source], manifest) -> list[set[int]]:
     """Per source, the ranks no later source holds rows of: the writer lets their rows go once encoded.
 
-    Only ring dumps say which ranks they hold (their headers); after a source that does not, nothing
-    is sealed until it is read.
+    Only ring dumps say which ranks they hold (their headers): a source that does not may hold any
+    rank, so no source before it seals one (their rows stay until commit, as without sealing). The
+    headers are read here and again by the decoder: a few reads of 64 bytes per ring.
     """
     from .rings import ranks_in
 
