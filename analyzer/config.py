@@ -5,7 +5,7 @@ Keys (the same in both files; moetrace.toml has them at top level)::
     select   = ["MT1", "stale-flag"]   # codes, code prefixes, family names or "ALL"; default all
     ignore   = ["MT402"]
     fail-on  = "error"                 # error | warning | note | never
-    window-events = 8388608            # traces larger than this are diagnosed a window at a time
+    window-events = 5000000            # traces larger than this are diagnosed a window at a time
     jobs = 1                           # windows diagnosed at once, each in its own process
     max-findings = 200                 # findings listed per defect class (every format); counts stay exact
     [severity]                         # selector -> level; the most specific selector wins

@@ -18,6 +18,7 @@ import typer
 from analyzer.config import FAIL_ON
 from analyzer.output import write_output
 from analyzer.report import FORMATS
+from analyzer.windows import WINDOW_EVENTS
 
 from ._common import Command
 
@@ -165,7 +166,7 @@ def register(app: typer.Typer) -> None:
         window_events: Annotated[Optional[int], typer.Option(
             "--window-events", metavar="N", help="Diagnose a trace larger than N events a window of launches at "
                                                 "a time, to bound memory (default: the config's window-events, "
-                                                "else 8388608).")] = None,
+                                                f"else {WINDOW_EVENTS}).")] = None,
         jobs: Annotated[Optional[int], typer.Option(
             "--jobs", "-j", metavar="N", help="Diagnose N windows at once, a process each (default: the "
                                              "config's jobs, else 1); memory grows with N.")] = None,
