@@ -51,6 +51,43 @@ def test_wide_write_and_a_wait_diagnose_in_bounded_memory(tmp_path, events):
     assert diagnose(weird.write(tmp_path / "t", doc, events, False), timeout=60) is None
 
 
+WIDE_WAIT = [
+    # A wait on 2^31-1 words of a 32-word counter region, and its end: the word table made an
+    # entry per word waited on and took every byte of the machine (bench/diagnose_fuzz.py,
+    # 3x3-random, seed 91, trace 38, shrunk to these two events).
+    {"rank": 0, "core": 2, "seq": 8, "ts": 180, "launch": 0, "kind": "wait_begin", "region": "counts", "offset": 0,
+     "cmp": "le", "value": 28, "words": 2**31 - 1},
+    {"rank": 0, "core": 2, "seq": 11, "ts": 210, "launch": 0, "kind": "wait_end", "region": "out", "offset": 5,
+     "observed": 23, "outcome": "timeout", "site": -2},
+]
+
+
+def _wide_waits_among_writes() -> list[dict]:
+    """Waits of 2^31-1 words on a flag region, on the output region and on the counters, amid
+    signals into the flags and counters that they cover: the table's packed form and its general one."""
+    events = []
+    for rank in range(3):
+        seq = 0
+        for launch in range(2):
+            for region, offset in (("flags", 8 * rank), ("counts", 0), ("out", 3)):
+                events += [
+                    {"rank": rank, "core": 0, "seq": seq, "ts": seq, "launch": launch, "kind": "signal",
+                     "engine": "mte", "peer": (rank + 1) % 3, "region": region, "offset": offset, "op": "set",
+                     "value": 1},
+                    {"rank": rank, "core": 0, "seq": seq + 1, "ts": seq + 1, "launch": launch, "kind": "wait_begin",
+                     "region": region, "offset": offset, "cmp": "eq", "value": 1, "words": 2**31 - 1},
+                    {"rank": rank, "core": 0, "seq": seq + 2, "ts": seq + 2, "launch": launch, "kind": "wait_end",
+                     "region": region, "offset": offset, "observed": 1, "outcome": "ok"}]
+                seq += 3
+    return events
+
+
+@pytest.mark.parametrize("events", [WIDE_WAIT, _wide_waits_among_writes()], ids=["alone", "among-writes"])
+def test_a_wait_on_two_billion_words_diagnoses_in_bounded_memory(tmp_path, events):
+    doc = weird.manifest_doc(3, 3)
+    assert diagnose(weird.write(tmp_path / "t", doc, events, False), timeout=60) is None
+
+
 def _diagnose_in_process(tmp_path, doc: dict, events: list[dict]):
     from analyzer.config import Config
     from analyzer.engine import diagnose as run

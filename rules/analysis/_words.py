@@ -43,6 +43,18 @@ def expand(first_key, count, stride=None):
     return first_key[src] + (within if stride is None else within * stride[src]), src
 
 
+def expand_onto(first_key, count, stride, keys):
+    """``expand(first_key, count, stride)``, only the keys in ``keys`` (sorted, distinct): a wait's
+    words that nothing writes order nothing, and a wait may cover billions of them."""
+    count = np.maximum(count, 0)
+    lo = np.searchsorted(keys, first_key)
+    hi = np.searchsorted(keys, first_key + count)
+    at, src = expand(lo, hi - lo)
+    out = keys[at]
+    on = (out - first_key[src]) % stride[src] == 0
+    return out[on], src[on]
+
+
 @kernel
 def _after_wait_kernel(gk, rc, is_wait, out):
     # Sorted by (key, launch, rank/core, row): a write after a wait of its group.
@@ -150,7 +162,8 @@ def _build_lexsort(trace) -> Words:
     nw = trace.wait_words[np.maximum(e2b[we], 0)].astype(np.int64)
     nw = np.where((e2b[we] >= 0) & (nw > 0), nw, 1)
     wreg_e = trace["region"][we].astype(np.int64)
-    wk, wsrc = expand(key[we], nw, np.where((wreg_e >= 0) & (wreg_e < len(unit)), unit[np.maximum(wreg_e, 0)], 1))
+    wk, wsrc = expand_onto(key[we], nw, np.where((wreg_e >= 0) & (wreg_e < len(unit)), unit[np.maximum(wreg_e, 0)], 1),
+                           np.unique(wkey))
     we = we[wsrc]
     both = np.concatenate((rows, we))
     mrc = trace["rank"][both].astype(np.int64) * (trace.manifest.cores + 1) + trace["core"][both]

@@ -25,6 +25,9 @@ from ._words_squeeze import squeeze
 from ._words_table import Words, widest
 
 K_GET = C.K_GET
+# Words a wait may cover here: the packed form makes an entry per word a wait covers within the
+# table's keys, so a wait on two billion words (a kernel's bad count) would take the machine.
+WIDEST_WAIT = 1 << 12
 
 
 def build_packed(trace) -> Words | None:
@@ -59,6 +62,8 @@ def build_packed(trace) -> Words | None:
     packing = K.Packing(*(np.int64(v) for v in (0, 0, launch_min, launch_span, phase_min, phases, 1, rank_cores,
                                                cores_plus_one, n)))
     none = np.zeros(0, np.int64)
+    if len(trace.wait_words) and int(trace.wait_words.max()) > WIDEST_WAIT:
+        return None  # the general form, which keeps only the waited words something writes
     _, wait_begin = P.wait_pairs(trace)
     waits = K.Waits(kind, key, wait_begin, trace.wait_words, launch, rank, core, trace["region"], unit)
     room = np.zeros(0, np.int32)
