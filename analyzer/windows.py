@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # Small enough that a window's read, analyses and hits stay under 2 GiB even where a million
 # findings pile up; large enough that the one block of context either side costs little.
 # Measured against 8 Mi (bench/RESULTS.md, ninth session): the 20 M many-findings trace 2.21 ->
-# 1.84 GiB peak (5 windows, not 3), 100 M events 3.05 -> 2.39 GiB for 3% more time, a 6.2 M
+# 1.88 GiB peak (5 windows, not 3), 100 M events 3.05 -> 2.39 GiB for 3% more time, a 6.2 M
 # trace two windows instead of one in the same time at 1.10 GiB, not 1.34; 10 M is two either way.
 WINDOW_EVENTS = 5_000_000
 
