@@ -31,24 +31,15 @@ from . import _phases
 from . import codes as C
 from . import regions as R
 from ._cache import cached
+from ._race_access import AccessColumns, Accesses, accesses, running_end, sorted_accesses
 from .stages import Stage
 
-K_PUT, K_GET, K_PUTSIG, K_WRITE = C.K_PUT, C.K_GET, C.K_PUTSIG, C.K_WRITE
+K_WRITE = C.K_WRITE
 K_PIPE, K_BEGIN = C.K_PIPE, C.K_BEGIN
 E_MTE = C.E_MTE
 WAIT_FLAG, PIPE_BARRIER = int(PipeOp.WAIT_FLAG), int(PipeOp.PIPE_BARRIER)
 EV_MTE3_S, EV_MTE3_MTE2, EV_MTE3, EV_ALL = (int(e) for e in (PipeEvent.MTE3_S, PipeEvent.MTE3_MTE2,
                                                              PipeEvent.MTE3, PipeEvent.ALL))
-
-
-class Accesses(NamedTuple):
-    """Reads or writes sorted by (group, start): the words [start, end) of one (launch, owner, region)
-    group, the access's row and the row where it is done (-1: never in the launch)."""
-    group: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    row: np.ndarray
-    done: np.ndarray
 
 
 class Order(NamedTuple):
@@ -114,37 +105,6 @@ def _pairs_kernel(reads, writes, pmax, order, conc, nconc, before):
             j += 1
 
 
-def _accesses(kind, region, rank, peer, flaglike):
-    """(reads, writes): the rows of gets from another rank's plain (not flag-like) region, and
-    of local writes, puts and put_signals into a plain region."""
-    counts = _accesses_kernel(kind, region, rank, peer, flaglike, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    reads, writes = np.empty(counts[0], np.int64), np.empty(counts[1], np.int64)
-    _accesses_kernel(kind, region, rank, peer, flaglike, reads, writes)
-    return reads, writes
-
-
-@kernel
-def _accesses_kernel(kind, region, rank, peer, flaglike, reads, writes):
-    # One pass, twice: counting (empty outputs), then filling; no trace-long temporaries.
-    fill = len(reads) > 0 or len(writes) > 0
-    nr = 0
-    nw = 0
-    for i in range(len(kind)):
-        r = region[i]
-        if r < 0 or r >= len(flaglike) or flaglike[r]:
-            continue
-        k = kind[i]
-        if k == K_GET and peer[i] != rank[i]:
-            if fill:
-                reads[nr] = i
-            nr += 1
-        elif k == K_WRITE or k == K_PUT or k == K_PUTSIG:
-            if fill:
-                writes[nw] = i
-            nw += 1
-    return nr, nw
-
-
 def drains(trace) -> np.ndarray:
     """Per row, the nearest later pipe drain of its core's MTE3 writes in its launch; -1 if none."""
     def build():
@@ -173,48 +133,22 @@ def races(trace):
         empty = np.zeros(0, np.int64)
         if trace.n == 0:
             return empty, empty, empty, empty
-        kind = trace["kind"]
         rt = R.region_table(trace)
-        nreg = len(rt["flaglike"])
-        reads, writes = _accesses(kind, trace["region"], trace["rank"], trace["peer"], rt["flaglike"])
+        reads, writes = accesses(trace["kind"], trace["region"], trace["rank"], trace["peer"], rt["flaglike"])
         if not len(reads) or not len(writes):
             return empty, empty, empty, empty
-        eb = rt["elem_bytes"]
-
-        def at(name, rows):  # int64 at the accesses alone, where the group keys are computed
-            return trace[name][rows].astype(np.int64)
-
-        def span(rows):
-            nb = at("nbytes", rows)
-            e = eb[at("region", rows)]
-            n = np.where(nb == C.NULL64, 1, (np.maximum(nb, 0) + e - 1) // np.maximum(e, 1))
-            start = trace["offset"][rows].astype(np.int64)
-            return start, start + np.maximum(n, 1)
-
+        columns = AccessColumns(*(trace[c] for c in ("kind", "launch", "rank", "peer", "region", "offset", "nbytes",
+                                                     "engine")), P.completed_at(trace), drains(trace))
         ranks = int(trace.manifest.ranks)
-
-        def group(rows, owner):
-            return (at("launch", rows) * ranks + owner) * nreg + at("region", rows)
-
-        rg = group(reads, at("peer", reads))
-        wowner = np.where(kind[writes] == K_WRITE, at("rank", writes), at("peer", writes))
-        wg = group(writes, wowner)
-        rs, re = span(reads)
-        ws, we = span(writes)
-        ro = np.lexsort((rs, rg))
-        wo = np.lexsort((ws, wg))
-        reads, rg, rs, re = reads[ro], rg[ro], rs[ro], re[ro]
-        writes, wg, ws, we = writes[wo], wg[wo], ws[wo], we[wo]
-        # Running maximum of the ends per group: offset each group far apart so one accumulate serves.
-        gid = np.concatenate(([0], np.cumsum(wg[1:] != wg[:-1])))
-        big = int(we.max() - min(int(ws.min()), 0)) + 1
-        pmax = np.maximum.accumulate(we + gid * big) - gid * big
+        read = sorted_accesses(reads, True, columns, rt["elem_bytes"], ranks)
+        write = sorted_accesses(writes, False, columns, rt["elem_bytes"], ranks)
+        reads, writes = read.row, write.row
+        pmax = np.empty(len(writes), np.int64)
+        running_end(write.group, write.end, pmax)
         order = Order(trace["rank"], trace["core"], *_phases.phases(trace))
         conc = np.full(len(reads), -1, np.int64)
         nconc = np.zeros(len(reads), np.int64)
         before = np.full(len(reads), -1, np.int64)
-        read = Accesses(rg, rs, re, reads.astype(np.int64), done_of(trace, reads, True))
-        write = Accesses(wg, ws, we, writes.astype(np.int64), done_of(trace, writes, False))
         _pairs_kernel(read, write, pmax, order, conc, nconc, before)
         hit = conc >= 0
         bw = np.where(before >= 0, writes[np.maximum(before, 0)], -1)
