@@ -88,6 +88,15 @@ def test_a_wait_on_two_billion_words_diagnoses_in_bounded_memory(tmp_path, event
     assert diagnose(weird.write(tmp_path / "t", doc, events, False), timeout=60) is None
 
 
+def test_a_lone_wait_end_with_no_flag_written_diagnoses(tmp_path):
+    # MT201 raised IndexError: a completed wait with no entry in the word table at all (nothing
+    # flag-like written) indexed the empty table (bench/diagnose_fuzz.py, shuffled-ts, seed 94,
+    # trace 81, shrunk to this one event). A dump whose flag writes a ring wrap took is the same.
+    events = [{"rank": 2, "core": 1, "seq": 1, "ts": 2**63 - 1, "launch": 0, "kind": "wait_end", "region": "out",
+               "offset": 39, "observed": 25, "outcome": "ok", "epoch": -2}]
+    assert diagnose(weird.write(tmp_path / "t", weird.manifest_doc(3, 3), events, False), timeout=60) is None
+
+
 def _diagnose_in_process(tmp_path, doc: dict, events: list[dict]):
     from analyzer.config import Config
     from analyzer.engine import diagnose as run

@@ -59,7 +59,8 @@ def test_sorted_accesses_are_the_numpy_definition(seed, huge):
     rows = np.flatnonzero(rng.random(n) < 0.6).astype(np.int64)
     for is_read in (True, False):
         got = sorted_accesses(rows, is_read, c, elem_bytes, 4)
-        for name, a, b in zip(("group", "start", "end", "row", "done"), got, _expected(rows, is_read, c, elem_bytes, 4)):
+        want = _expected(rows, is_read, c, elem_bytes, 4)
+        for name, a, b in zip(("group", "start", "end", "row", "done"), got, want):
             assert np.array_equal(a, b), name
 
 

@@ -104,6 +104,8 @@ def _after_flags(view, w, ends, ekey, lo, hi, out, phase_all) -> np.ndarray:
     prev = lo - 1
     has_prev = (prev >= 0) & (out < 0) & (hi > lo)
     has_prev[has_prev] = w.key_of(prev[has_prev]) == ekey[has_prev]
+    if not has_prev.any():  # (nor, perhaps, any entry: a wait on a word nothing flag-like writes)
+        return flagged
     held = w.after[np.maximum(prev, 0)]
     observed = view["observed"][ends]
     maybe = np.flatnonzero(has_prev & ((held == C.NULL64) | (observed == C.NULL64) | (observed == held)))
