@@ -1,13 +1,10 @@
 """The accesses the data-race pairs join (``_race_pairs``): which rows read or write a plain
 word of another rank's memory, and each one's group, words and done row, sorted for the join.
 
-A read is a ``get`` from another rank's non-flag region; a write is a local ``write``
-of its owner or a ``put`` / ``put_signal`` into such a region. An access's group is
-(launch, owner rank, region): only accesses of one group can touch the same words in
-one launch. Its words are [start, end) in elements of the region, at least one. Its
-done row is where it takes effect (``_race_pairs.done_of``, the rule that holds for a
-single row): a local write at its own row, a put at the quiet that completes it, a get
-at that quiet or, for an MTE get, the nearer pipe drain.
+What a read, a write and an access's done row are: ``_race_pairs`` (``done_of`` is the
+same rule for a few rows). An access's group is (launch, owner rank, region): only
+accesses of one group can touch the same words in one launch. Its words are
+[start, end) in elements of the region, at least one.
 
 One compiled pass per side computes all four from the trace's columns, and one sort
 of a packed key orders them: on a reduce-scatter, where every event is an access, the
