@@ -86,7 +86,7 @@ def sorted_accesses(rows: np.ndarray, is_read: bool, columns: AccessColumns, ele
     """``rows`` (ascending; all reads or all writes) as ``Accesses``, sorted by (group, start, row)."""
     m = len(rows)
     group, start, end, done = (np.empty(m, np.int64) for _ in range(4))
-    _layout(rows, is_read, columns, elem_bytes, np.int64(ranks), np.int64(len(elem_bytes)), group, start, end, done)
+    _layout(rows, is_read, columns, (elem_bytes, np.int64(ranks)), (group, start, end, done))
     if not m:
         return Accesses(group, start, end, rows.astype(np.int64), done)
     gmin, smin = int(group.min()), int(start.min())
@@ -119,9 +119,13 @@ def _unpack(key, gmin, smin, sspan, rows, end, done, out):
 
 
 @kernel
-def _layout(rows, is_read, columns, elem_bytes, ranks, nreg, group, start, end, done):
+def _layout(rows, is_read, columns, shape, out):
     # Per access: its group (launch, owner, region), its words [start, end), its done row.
+    # shape: each region's element bytes, and the manifest's ranks.
     kind, launch, rank, peer, region, offset, nbytes, engine, completed, drains = columns
+    elem_bytes, ranks = shape
+    nreg = len(elem_bytes)
+    group, start, end, done = out
     for j in range(len(rows)):
         i = rows[j]
         r = np.int64(region[i])
