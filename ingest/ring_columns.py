@@ -159,7 +159,6 @@ def careful_columns(records: Records, manifest: Manifest) -> dict[str, pa.Array]
     return cols
 
 
-
 # Whole-slot tests first: a slot's values all inside a check's bounds (as they are in a good dump, where
 # the slots a kind leaves unused hold zeros) need no mask of the rows the check covers, which cost more
 # than the rest of the decode (four passes and two arrays of the chunk's length a check).

@@ -1,8 +1,8 @@
 """The accesses the data-race pairs join (``_race_pairs``): which rows read or write a plain
 word of another rank's memory, and each one's group, words and done row, sorted for the join.
 
-What a read, a write and an access's done row are: ``_race_pairs`` (``done_of`` is the
-same rule for a few rows). An access's group is (launch, owner rank, region): only
+What a read, a write and an access's done row are: ``_race_pairs`` (its ``done_of`` asks
+``_layout`` too, for a few rows). An access's group is (launch, owner rank, region): only
 accesses of one group can touch the same words in one launch. Its words are
 [start, end) in elements of the region, at least one.
 
@@ -81,12 +81,20 @@ def _accesses_kernel(kind, region, rank, peer, flaglike, reads, writes):
     return nr, nw
 
 
+def laid_out(rows: np.ndarray, is_read: bool, columns: AccessColumns, elem_bytes: np.ndarray,
+             ranks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(group, start, end, done) of each of ``rows`` (all reads or all writes), in their order."""
+    m = len(rows)
+    out = tuple(np.empty(m, np.int64) for _ in range(4))
+    _layout(rows, is_read, columns, (elem_bytes, np.int64(ranks)), out)
+    return out
+
+
 def sorted_accesses(rows: np.ndarray, is_read: bool, columns: AccessColumns, elem_bytes: np.ndarray,
                     ranks: int) -> Accesses:
     """``rows`` (ascending; all reads or all writes) as ``Accesses``, sorted by (group, start, row)."""
     m = len(rows)
-    group, start, end, done = (np.empty(m, np.int64) for _ in range(4))
-    _layout(rows, is_read, columns, (elem_bytes, np.int64(ranks)), (group, start, end, done))
+    group, start, end, done = laid_out(rows, is_read, columns, elem_bytes, ranks)
     if not m:
         return Accesses(group, start, end, rows.astype(np.int64), done)
     gmin, smin = int(group.min()), int(start.min())

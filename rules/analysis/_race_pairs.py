@@ -31,12 +31,10 @@ from . import _phases
 from . import codes as C
 from . import regions as R
 from ._cache import cached
-from ._race_access import AccessColumns, Accesses, accesses, running_end, sorted_accesses
+from ._race_access import AccessColumns, Accesses, accesses, laid_out, running_end, sorted_accesses
 from .stages import Stage
 
-K_WRITE = C.K_WRITE
 K_PIPE, K_BEGIN = C.K_PIPE, C.K_BEGIN
-E_MTE = C.E_MTE
 WAIT_FLAG, PIPE_BARRIER = int(PipeOp.WAIT_FLAG), int(PipeOp.PIPE_BARRIER)
 EV_MTE3_S, EV_MTE3_MTE2, EV_MTE3, EV_ALL = (int(e) for e in (PipeEvent.MTE3_S, PipeEvent.MTE3_MTE2,
                                                              PipeEvent.MTE3, PipeEvent.ALL))
@@ -116,14 +114,15 @@ def drains(trace) -> np.ndarray:
 
 
 def done_of(trace, rows: np.ndarray, is_read: bool) -> np.ndarray:
-    cov = P.completed_at(trace)[rows].astype(np.int64)
-    if not is_read:
-        local = trace["kind"][rows] == K_WRITE
-        return np.where(local, rows, cov)
-    dr = drains(trace)[rows].astype(np.int64)
-    mte = trace["engine"][rows] == E_MTE
-    both = np.where(cov < 0, dr, np.where(dr < 0, cov, np.minimum(cov, dr)))
-    return np.where(mte, both, cov)
+    """The row where each of ``rows`` (all reads or all writes) is done; -1 where not in its launch."""
+    rows = np.asarray(rows, np.int64)
+    return laid_out(rows, is_read, _access_columns(trace), R.region_table(trace)["elem_bytes"],
+                    int(trace.manifest.ranks))[3]
+
+
+def _access_columns(trace) -> AccessColumns:
+    return AccessColumns(*(trace[c] for c in ("kind", "launch", "rank", "peer", "region", "offset", "nbytes",
+                                              "engine")), P.completed_at(trace), drains(trace))
 
 
 def races(trace):
@@ -137,8 +136,7 @@ def races(trace):
         reads, writes = accesses(trace["kind"], trace["region"], trace["rank"], trace["peer"], rt["flaglike"])
         if not len(reads) or not len(writes):
             return empty, empty, empty, empty
-        columns = AccessColumns(*(trace[c] for c in ("kind", "launch", "rank", "peer", "region", "offset", "nbytes",
-                                                     "engine")), P.completed_at(trace), drains(trace))
+        columns = _access_columns(trace)
         ranks = int(trace.manifest.ranks)
         read = sorted_accesses(reads, True, columns, rt["elem_bytes"], ranks)
         write = sorted_accesses(writes, False, columns, rt["elem_bytes"], ranks)

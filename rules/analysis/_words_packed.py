@@ -34,6 +34,8 @@ def build_packed(trace) -> Words | None:
     n = trace.n
     if not n:
         return None
+    if int(trace.wait_words.max()) > WIDEST_WAIT:
+        return None  # the general form, which keeps only the waited words something writes
     kind = trace["kind"]
     rt = R.region_table(trace)
     key = trace.key
@@ -62,8 +64,6 @@ def build_packed(trace) -> Words | None:
     packing = K.Packing(*(np.int64(v) for v in (0, 0, launch_min, launch_span, phase_min, phases, 1, rank_cores,
                                                cores_plus_one, n)))
     none = np.zeros(0, np.int64)
-    if len(trace.wait_words) and int(trace.wait_words.max()) > WIDEST_WAIT:
-        return None  # the general form, which keeps only the waited words something writes
     _, wait_begin = P.wait_pairs(trace)
     waits = K.Waits(kind, key, wait_begin, trace.wait_words, launch, rank, core, trace["region"], unit)
     room = np.zeros(0, np.int32)
