@@ -7,7 +7,10 @@ trace data goes through Ray's object store (only the window plan in, the
 window's findings out).  Findings come back in window order, so the report is
 the one ``--jobs 1`` gives.  A task whose worker dies (killed, out of memory,
 node lost) is run again by Ray (``max_retries``); a rule that raises is not
-retried: the engine reports it as the internal error it is.
+retried: the engine reports it as the internal error it is.  A failed window,
+or Ctrl-C, ends the run at once: the windows not submitted yet (at most two
+per CPU are at any time) never run, and those running end on their own,
+uncancelled (``_abandon`` says why).
 
 Ray's uv integration, on when the driver runs under ``uv run``, packages the
 working directory and ships it to every worker; started beside datasets that
@@ -19,6 +22,8 @@ the workers use the moetrace installed where they run.
 from __future__ import annotations
 
 import os
+from collections import deque
+from itertools import islice
 from pathlib import Path
 from typing import Iterator
 
@@ -66,19 +71,29 @@ class RayWindows:
             task = ray.remote(_window_task).options(max_retries=self.max_retries, retry_exceptions=False,
                                                     num_cpus=1)
             path = dataset if is_url(dataset) else str(Path(dataset).resolve())  # every node reads it itself
-            refs = [task.remote(path, w, config, codes) for w in windows]
-            read = 0
+            todo = iter(windows)
+            submitted: deque = deque(task.remote(path, w, config, codes)
+                                     for w in islice(todo, _ahead(ray)))
             try:
-                for ref in refs:
-                    found = _get(ray, ref)
-                    read += 1
+                while submitted:
+                    found = _get(ray, submitted.popleft())
+                    submitted.extend(task.remote(path, w, config, codes) for w in islice(todo, 1))
                     yield found
-            except BaseException:  # a window failed, or Ctrl-C: the rest are not wanted
-                _drop(ray, refs[read:])
+            except BaseException:  # a window failed, or Ctrl-C: submit no more windows
+                _abandon(ray, submitted, cluster_ends=started)
                 raise
         finally:
-            if started:
+            if started:  # ends the windows still running with the workers running them
                 ray.shutdown()
+
+
+def _ahead(ray) -> int:
+    """How many windows to keep submitted: two per CPU of the cluster, so that none waits for work.
+
+    Not all of them at once: a window still running when the run fails is left to end on its own
+    (``_abandon``), and a window never submitted costs nothing.
+    """
+    return max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
 
 
 def _get(ray, ref) -> list:
@@ -93,28 +108,39 @@ def _get(ray, ref) -> list:
         raise
 
 
-def _drop(ray, refs: list) -> None:
-    """Cancel the windows not read yet and read what they left, quietly: Ray prints an error nobody
-    read, the worker's traceback and all, when its reference is freed (after the CLI's one line).
+def _abandon(ray, refs, cluster_ends: bool) -> None:
+    """Leave the windows submitted and not read to end on their own, and read what they leave,
+    quietly: Ray prints an error nobody read, the worker's traceback and all, when its reference
+    is freed (after the CLI's one line, or in the caller's notebook).
 
-    A window still running is ended with its worker (``force``). Ray's default raises
-    KeyboardInterrupt in the task and keeps the worker for the next one, in whatever state the
-    interrupt left it: one caught importing numba failed every later window it ran with "module
-    'numba' has no attribute 'core'". A queued window is just dropped; Ray starts a new worker.
+    Never ``ray.cancel``. It races with a task's completion: a cancel that arrives while the reply
+    of a task that is just finishing is handled (the one whose error was just read, say) aborts the
+    driver in Ray's C++ ("Check failed: ... Tried to complete task that was not pending"; Ray 2.60,
+    about one run in 30 on a loaded machine). Its default form also interrupts a task with
+    KeyboardInterrupt and keeps the worker for the next, in whatever state the interrupt found it.
+
+    A window left running holds its CPU until it ends. Where this run started the cluster
+    (``cluster_ends``) the shutdown that follows ends it; on a cluster the caller runs, a daemon
+    thread reads the windows as they end, so their errors are read and nothing waits for them.
     """
+    refs = list(refs)
+    try:
+        ended, running = ray.wait(refs, num_returns=len(refs), timeout=0) if refs else ([], [])
+    except Exception:  # noqa: BLE001  (the cluster is going: nothing to read)
+        return
+    _read_quietly(ray, ended)
+    if running and not cluster_ends:
+        import threading
+
+        threading.Thread(target=_read_quietly, args=(ray, running), name="moetrace-abandoned-windows",
+                         daemon=True).start()
+
+
+def _read_quietly(ray, refs) -> None:
     for ref in refs:
         try:
-            ray.cancel(ref, force=True)
-        except Exception:  # noqa: BLE001  (done already, or the cluster is going: nothing to stop)
-            pass
-    try:
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=10)
-    except Exception:  # noqa: BLE001
-        return
-    for ref in ready:
-        try:
-            ray.get(ref, timeout=0)
-        except Exception:  # noqa: BLE001  (cancelled, or failed too: the first failure is the one told)
+            ray.get(ref)
+        except Exception:  # noqa: BLE001  (failed too: the first failure is the one told)
             pass
 
 
