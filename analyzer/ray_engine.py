@@ -116,8 +116,9 @@ def _abandon(ray, refs, cluster_ends: bool) -> None:
     Never ``ray.cancel``. It races with a task's completion: a cancel that arrives while the reply
     of a task that is just finishing is handled (the one whose error was just read, say) aborts the
     driver in Ray's C++ ("Check failed: ... Tried to complete task that was not pending"; Ray 2.60,
-    about one run in 30 on a loaded machine). Its default form also interrupts a task with
-    KeyboardInterrupt and keeps the worker for the next, in whatever state the interrupt found it.
+    once in 30 to 110 runs on a loaded machine: bench/ray_failure_stress.py). Its default form also
+    interrupts a task with KeyboardInterrupt and keeps the worker for the next, in whatever state
+    the interrupt found it.
 
     A window left running holds its CPU until it ends. Where this run started the cluster
     (``cluster_ends``) the shutdown that follows ends it; on a cluster the caller runs, a daemon
