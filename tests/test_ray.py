@@ -158,16 +158,16 @@ def test_a_failed_window_ends_the_run_and_leaves_the_running_ones_be(tmp_path, c
 
     Never ``ray.cancel``: in Ray 2.60 a cancel that meets a task's completion aborts the driver in
     C++ ("Check failed: ... Tried to complete task that was not pending"). This test's earlier form
-    expected a force cancel of the running window, and so took its pytest worker down in CI (about
-    one run in 30 on a loaded machine). Ray's default cancel is no better: it interrupts the task
+    expected a force cancel of the running window, and so took its pytest worker down in CI (once
+    in 30 to 110 runs on a loaded machine). Ray's default cancel is no better: it interrupts the task
     and keeps the worker for the next, in whatever state the interrupt found it (in CI, half way
     through importing numba).
     """
     import analyzer.ray_engine
 
-    running, ran, release = tmp_path / "running", tmp_path / "ran", tmp_path / "release"
-    running.mkdir()
-    ran.mkdir()
+    running, ran, ended, release = (tmp_path / name for name in ("running", "ran", "ended", "release"))
+    for folder in (running, ran, ended):
+        folder.mkdir()
 
     def task(dataset, window, config, codes):  # nested: Ray ships it by value
         import os
@@ -182,17 +182,17 @@ def test_a_failed_window_ends_the_run_and_leaves_the_running_ones_be(tmp_path, c
         (running / str(os.getpid())).touch()
         while not release.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
+        (ended / str(window)).touch()
         return []
 
     cancels = []
     monkeypatch.setattr(ray, "cancel", lambda *args, **kwargs: cancels.append(args))
     monkeypatch.setattr(analyzer.ray_engine, "_window_task", task)
     windows = list(range(40))
-    begun = time.monotonic()
     try:
         with pytest.raises(RuntimeError, match="window 0 fails"):
             list(RayWindows(max_retries=0)(tmp_path, windows, None, []))
-        assert time.monotonic() - begun < 30, "the failure waited for the windows still running"
+        assert not any(ended.iterdir()), "the failure waited for the windows still running"
         assert not cancels, "ray.cancel can abort the driver"
         pids = [int(p.name) for p in running.iterdir()]
         assert pids and all(map(_alive, pids)), "window 1 did not run on beside window 0's failure"
