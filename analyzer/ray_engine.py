@@ -71,13 +71,16 @@ class RayWindows:
             task = ray.remote(_window_task).options(max_retries=self.max_retries, retry_exceptions=False,
                                                     num_cpus=1)
             path = dataset if is_url(dataset) else str(Path(dataset).resolve())  # every node reads it itself
-            todo = iter(windows)
-            submitted: deque = deque(task.remote(path, w, config, codes)
-                                     for w in islice(todo, _ahead(ray)))
+            todo, submitted = iter(windows), deque()
+
+            def submit(count: int) -> None:
+                submitted.extend(task.remote(path, w, config, codes) for w in islice(todo, count))
+
+            submit(_ahead(ray))
             try:
                 while submitted:
                     found = _get(ray, submitted.popleft())
-                    submitted.extend(task.remote(path, w, config, codes) for w in islice(todo, 1))
+                    submit(1)
                     yield found
             except BaseException:  # a window failed, or Ctrl-C: submit no more windows
                 _abandon(ray, submitted, cluster_ends=started)
@@ -125,8 +128,10 @@ def _abandon(ray, refs, cluster_ends: bool) -> None:
     thread reads the windows as they end, so their errors are read and nothing waits for them.
     """
     refs = list(refs)
+    if not refs:
+        return
     try:
-        ended, running = ray.wait(refs, num_returns=len(refs), timeout=0) if refs else ([], [])
+        ended, running = ray.wait(refs, num_returns=len(refs), timeout=0)
     except Exception:  # noqa: BLE001  (the cluster is going: nothing to read)
         return
     _read_quietly(ray, ended)

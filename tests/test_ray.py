@@ -198,12 +198,13 @@ def test_a_failed_window_ends_the_run_and_leaves_the_running_ones_be(tmp_path, c
         assert pids and all(map(_alive, pids)), "window 1 did not run on beside window 0's failure"
     finally:
         release.touch()
+    ahead = analyzer.ray_engine._ahead(ray)
     deadline = time.monotonic() + 30
-    while len(list(ran.iterdir())) < analyzer.ray_engine._ahead(ray) and time.monotonic() < deadline:
+    while len(list(ran.iterdir())) < ahead and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(1)
     started = sorted(int(p.name) for p in ran.iterdir())
-    assert started == list(range(analyzer.ray_engine._ahead(ray))), started  # the rest never submitted
+    assert started == list(range(ahead)), started  # the rest never submitted
 
 
 def test_cli_engine_and_address_are_checked(tmp_path, cli):
