@@ -234,11 +234,15 @@ def _run(dataset: Path, inputs: Sequence[Path], config: Config, selected: list[t
             drafts.extend(found)
             tell("window", 1)
     elif jobs > 1 and W.registered(selected):
+        from contextlib import closing
+
         from .pool import parallel
 
-        for found in parallel(W.window_job, dataset, windows, config, [r.code for r in selected], jobs):
-            drafts.extend(found)
-            tell("window", 1)
+        # closing: an interrupt between two windows ends the pool here, not when the generator is collected
+        with closing(parallel(W.window_job, dataset, windows, config, [r.code for r in selected], jobs)) as each:
+            for found in each:
+                drafts.extend(found)
+                tell("window", 1)
     else:
         tell("rules", len(windows) * len(selected))
         # The last window's columns outlive the sampling: the evidence of its listed findings is
