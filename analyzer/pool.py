@@ -51,10 +51,10 @@ def _window(job: Callable, *args) -> list | None:
     """A worker runs each window through here: none once the parent has stopped."""
     global _in_window
 
-    if _interrupted:
-        os._exit(130)
     if _stop.is_set():
         return None
+    if _interrupted:  # and the parent not (yet) stopped: end as Ctrl-C would have in the window
+        os._exit(130)
     _in_window = True
     try:
         return job(*args)
