@@ -19,7 +19,9 @@ def _wait_for(path: Path, seconds: float = 60) -> None:
 
 
 def _started(folder: Path, window: int) -> None:
-    (folder / f"{window}.pid").write_text(str(os.getpid()))
+    part = folder / f"{window}.pid.part"
+    part.write_text(str(os.getpid()))
+    part.rename(folder / f"{window}.pid")  # whole when seen: the test reads it as soon as it exists
 
 
 def blocking(dataset: str, window: int, config, codes) -> list:
@@ -34,10 +36,10 @@ def blocking(dataset: str, window: int, config, codes) -> list:
 def fail(dataset: str, window: int, config, codes) -> list:
     """Window 0 raises once window 1 runs; the others run a second and a half."""
     folder = Path(dataset)
+    _started(folder, window)
     if window == 0:
         _wait_for(folder / "1.pid")
         raise RuntimeError("window 0 failed")
-    _started(folder, window)
     time.sleep(1.5)  # longer than the parent takes to read window 0's failure
     (folder / f"{window}.done").touch()
     return [window]

@@ -45,9 +45,9 @@ def test_a_failed_window_waits_for_the_running_one_and_runs_no_more(tmp_path):
     pids = _pids(tmp_path)
     assert (tmp_path / "1.done").exists(), "the running window was not waited for"
     assert not [w for w, pid in pids.items() if _alive(pid)], "a worker outlived parallel"
-    # The worker freed by window 0 may start one queued window before the parent has read the
-    # failure; no more, and none after parallel returned (the queued ones return at once).
-    assert len(pids) <= 3, sorted(pids)
+    # The worker freed by window 0 may start queued windows until the parent has read the failure
+    # (window 2, and 3 only if that took the parent over a second); none after parallel returned.
+    assert set(pids) <= {0, 1, 2, 3}, sorted(pids)
     time.sleep(0.5)
     assert len(_pids(tmp_path)) == len(pids)
 
