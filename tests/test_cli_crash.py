@@ -108,7 +108,7 @@ def test_the_crash_report_cannot_be_written(tmp_path, trace, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv("MOETRACE_CRASH_DIR", str(blocker / "below"))  # a directory under a file
-    import analyzer.window_run
+    import analyzer.engine  # imported here: whether an earlier test of this worker did is up to xdist
 
     monkeypatch.setattr(analyzer.engine, "diagnose", lambda *a, **k: 1 / 0)
     r = run_cli("diagnose", trace)
@@ -121,7 +121,7 @@ def test_the_crash_report_cannot_be_written(tmp_path, trace, monkeypatch):
 def test_an_interrupt_is_one_line_and_130(exc, crash_dir, trace, monkeypatch):
     import typer
 
-    import analyzer.window_run
+    import analyzer.engine
 
     def stop(*a, **k):
         raise KeyboardInterrupt() if exc == "KeyboardInterrupt" else typer.Abort()
