@@ -80,7 +80,8 @@ def main() -> None:
     from analyzer.exits import handle, interrupted
 
     try:
-        code = _command(_invoked())(standalone_mode=False)
+        # The tool's name whatever launched it (click's guess from sys.argv says "python -m pytest" under it)
+        code = _command(_invoked())(standalone_mode=False, prog_name="moetrace")
     except SystemExit:  # a command's own exit: its code stands
         raise
     except BaseException as e:  # noqa: BLE001  (every error ends as one line and an exit code: analyzer.exits)
